@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# rrxe top-level Makefile. Two commands do everything on a fresh Debian 12 host:
+#   make run     build what is missing, boot a guest with rrxe loaded, show it working
+#   make check   all tests: host crates, module build with clippy, guest tests
+# The kernel build itself (`make -C $KDIR M=$PWD`) descends through ./Kbuild.
+
+SHELL := /bin/bash
+REPO := $(CURDIR)
+export RRXE_CACHE ?= $(HOME)/.cache/rrxe
+export RRXE_OUT ?= $(REPO)/out
+# normal | debug (KASAN, lockdep, kmemleak, DEBUG_LIST)
+KERNEL_VARIANT ?= normal
+export KERNEL_VARIANT
+
+.PHONY: all help setup kernel module initramfs run check shell host-test clean
+
+all: module
+
+help:
+	@echo "make run            boot a guest with rrxe and show ibv_devices / rping"
+	@echo "make check          run every test (ends with 'N passed, N failed')"
+	@echo "make shell          interactive guest console with rrxe loaded"
+	@echo "make setup|kernel|module|initramfs   individual steps"
+	@echo "KERNEL_VARIANT=debug  use the KASAN/lockdep/kmemleak kernel"
+
+setup:
+	tools/setup.sh
+
+kernel: setup
+	tools/kernel/build.sh $(KERNEL_VARIANT)
+
+module: setup
+	tools/module.sh $(KERNEL_VARIANT)
+
+initramfs: setup
+	tools/initramfs/build.sh
+
+host-test: setup
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo test --workspace
+
+run: setup
+	tools/run.sh
+
+shell: setup
+	tools/run.sh --shell
+
+check:
+	tools/check.sh
+
+clean:
+	rm -rf $(RRXE_OUT) target drivers/infiniband/sw/rrxe/generated
+	find drivers -name '*.o' -o -name '*.ko' -o -name '*.mod*' -o -name '.*.cmd' | xargs rm -f

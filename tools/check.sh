@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# `make check`: every test of rrxe, each step recorded as one PASS/FAIL line in
+# $RRXE_OUT/results.txt; ends with "N passed, N failed" and exits non-zero on
+# any failure.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+export RRXE_OUT=${RRXE_OUT:-$repo/out}
+export PATH="$HOME/.cargo/bin:$PATH"
+variant=${KERNEL_VARIANT:-normal}
+mkdir -p "$RRXE_OUT/check"
+results="$RRXE_OUT/results.txt"
+: > "$results"
+start=$(date +%s)
+
+# step NAME COMMAND...: run a step, keep its output, record its result.
+step() {
+    local name=$1; shift
+    local log="$RRXE_OUT/check/$name.log" t0=$(date +%s)
+    echo "=== $name: $*"
+    if "$@" > "$log" 2>&1; then
+        echo "PASS $name ($(( $(date +%s) - t0 ))s)" | tee -a "$results"
+    else
+        tail -n 40 "$log"
+        echo "FAIL $name ($(( $(date +%s) - t0 ))s; log: $log)" | tee -a "$results"
+        return 1
+    fi
+}
+
+step setup tools/setup.sh || { echo "setup failed: nothing else can run"; }
+if grep -q '^PASS setup' "$results"; then
+    step host-fmt cargo fmt --all --check
+    step host-clippy cargo clippy --workspace --all-targets -- -D warnings
+    step host-test cargo test --workspace
+    # Show cargo's own test summary lines in the main output.
+    grep -E '^test result:' "$RRXE_OUT/check/host-test.log" || true
+    if step kernel tools/kernel/build.sh "$variant" \
+        && step module-clippy tools/module.sh "$variant" CLIPPY=1; then
+        # Guest tests append their own PASS/FAIL lines to $results.
+        tools/testing/run.sh --variant "$variant" || true
+    else
+        echo "FAIL guest-tests (kernel or module did not build)" | tee -a "$results"
+    fi
+fi
+
+passed=$(grep -c '^PASS' "$results")
+failed=$(grep -c '^FAIL' "$results")
+echo "make check took $(( $(date +%s) - start ))s"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ] && [ "$passed" -gt 0 ]
