@@ -1,0 +1,45 @@
+//! RoCE v2 protocol core shared by the rrxe kernel module and host tests.
+//!
+//! * [`headers`], [`packet`], [`opcode`]: wire formats and the opcode table.
+//! * [`icrc`]: the invariant CRC, generic over the CRC-32 engine.
+//! * [`psn`]: 24-bit PSN/MSN arithmetic, AETH syndromes, RNR timers.
+//! * [`verbs`], [`env`], [`qp`]: the RC requester, completer and
+//!   responder, driven through environment traits without allocation.
+//!
+//! Only `core` is used; no code here may panic on any input.
+#![forbid(unsafe_code)]
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
+#![cfg_attr(
+    test,
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )
+)]
+
+#[macro_use]
+pub(crate) mod wire;
+
+pub mod headers;
+pub mod icrc;
+pub mod opcode;
+pub mod packet;
+pub mod psn;
+
+pub use headers::{
+    AethRepr, AtomicEthRepr, BthRepr, DethRepr, IethRepr, ImmDtRepr, RethRepr, ROCE_V2_PORT,
+};
+pub use icrc::{Crc32, IcrcError, IpHeader, SoftCrc32};
+pub use opcode::{opcode_info, OpcodeInfo, Transport};
+pub use packet::{parse, EmitError, Headers, Packet, ParseError};
+pub use psn::{rnr_timer_us, Credits, Msn, NakCode, Psn, Syndrome, RNR_TIMER_US};
+pub use wire::HeaderRepr;

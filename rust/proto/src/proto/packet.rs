@@ -1,0 +1,332 @@
+//! Whole-packet parsing and header emission for the RoCE v2 UDP payload
+//! (BTH through ICRC).
+
+use crate::proto::headers::{
+    AethRepr, AtomicAckRepr, AtomicEthRepr, BthRepr, DethRepr, IethRepr, ImmDtRepr, RethRepr,
+};
+use crate::proto::opcode::{mask, opcode_info, ExtHeader, OpcodeInfo, ICRC_LEN};
+use crate::proto::wire::HeaderRepr;
+
+/// Largest payload the parser accepts (the largest IB path MTU).
+pub const MAX_PAYLOAD: usize = 4096;
+
+/// Why a packet was rejected. Each reason is meant to be counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ParseError {
+    /// Shorter than its headers plus ICRC.
+    Truncated,
+    /// BTH transport version is not 0.
+    BadVersion,
+    /// Opcode not in the table (RD, CNP, vendor, reserved...).
+    UnknownOpcode,
+    /// Pad count larger than the payload, or padding on a packet that
+    /// carries no payload.
+    BadPad,
+    /// Payload bytes on an opcode that carries none.
+    UnexpectedPayload,
+    /// Reserved AETH syndrome.
+    BadSyndrome,
+    /// Payload larger than [`MAX_PAYLOAD`].
+    TooLong,
+}
+
+impl ParseError {
+    /// Number of variants, for sizing a counter array.
+    pub const COUNT: usize = 7;
+
+    /// Dense index in `0..COUNT`, for counter arrays.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Short name for statistics.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ParseError::Truncated => "truncated",
+            ParseError::BadVersion => "bad_version",
+            ParseError::UnknownOpcode => "unknown_opcode",
+            ParseError::BadPad => "bad_pad",
+            ParseError::UnexpectedPayload => "unexpected_payload",
+            ParseError::BadSyndrome => "bad_syndrome",
+            ParseError::TooLong => "too_long",
+        }
+    }
+}
+
+/// Why headers could not be emitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EmitError {
+    /// The opcode is not in the table.
+    UnknownOpcode,
+    /// The optional headers present do not match the opcode.
+    HeaderMismatch,
+    /// A payload was given for an opcode without one, or it is too long.
+    BadPayload,
+    /// The output buffer is shorter than [`Headers::packet_len`].
+    BufferTooSmall,
+}
+
+/// The BTH and extension headers of one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Headers {
+    /// Base transport header. `pad_count` is recomputed by [`Headers::emit`].
+    pub bth: BthRepr,
+    /// DETH (UD).
+    pub deth: Option<DethRepr>,
+    /// RETH (RDMA WRITE first/only, READ request).
+    pub reth: Option<RethRepr>,
+    /// AtomicETH (CMP_SWP, FETCH_ADD).
+    pub atomic: Option<AtomicEthRepr>,
+    /// AETH (responses).
+    pub aeth: Option<AethRepr>,
+    /// AtomicAckETH: original remote value.
+    pub atomic_ack: Option<u64>,
+    /// Immediate data.
+    pub imm: Option<u32>,
+    /// R_Key to invalidate.
+    pub ieth: Option<u32>,
+}
+
+/// Per-header emit/parse action, so the list of headers is written once.
+fn for_each_ext<E>(
+    info: &OpcodeInfo,
+    mut f: impl FnMut(ExtHeader, usize) -> Result<(), E>,
+) -> Result<(), E> {
+    for h in ExtHeader::ORDER {
+        if let Some(off) = info.offset(h) {
+            f(h, off)?;
+        }
+    }
+    Ok(())
+}
+
+fn pad_for(len: usize) -> usize {
+    len.wrapping_neg() & 3
+}
+
+impl Headers {
+    /// Headers with only a BTH set.
+    pub fn new(bth: BthRepr) -> Self {
+        Headers {
+            bth,
+            ..Headers::default()
+        }
+    }
+
+    fn present_mask(&self) -> u32 {
+        let bit = |present: bool, m: u32| if present { m } else { 0 };
+        bit(self.deth.is_some(), mask::DETH)
+            | bit(self.reth.is_some(), mask::RETH)
+            | bit(self.atomic.is_some(), mask::ATMETH)
+            | bit(self.aeth.is_some(), mask::AETH)
+            | bit(self.atomic_ack.is_some(), mask::ATMACK)
+            | bit(self.imm.is_some(), mask::IMMDT)
+            | bit(self.ieth.is_some(), mask::IETH)
+    }
+
+    fn checked_info(&self, payload_len: usize) -> Result<&'static OpcodeInfo, EmitError> {
+        let info = opcode_info(self.bth.opcode).ok_or(EmitError::UnknownOpcode)?;
+        let ext = mask::DETH
+            | mask::RETH
+            | mask::ATMETH
+            | mask::AETH
+            | mask::ATMACK
+            | mask::IMMDT
+            | mask::IETH;
+        if info.mask & ext != self.present_mask() {
+            return Err(EmitError::HeaderMismatch);
+        }
+        if payload_len > MAX_PAYLOAD || (payload_len > 0 && !info.has(mask::PAYLOAD)) {
+            return Err(EmitError::BadPayload);
+        }
+        Ok(info)
+    }
+
+    /// Total packet length (headers, payload, pad and ICRC).
+    pub fn packet_len(&self, payload_len: usize) -> Result<usize, EmitError> {
+        let info = self.checked_info(payload_len)?;
+        Ok(info
+            .hdr_len
+            .wrapping_add(payload_len)
+            .wrapping_add(pad_for(payload_len))
+            .wrapping_add(ICRC_LEN))
+    }
+
+    /// Write the headers to `buf`, zero the pad bytes and the ICRC, and
+    /// return the offset at which the caller must place `payload_len`
+    /// payload bytes. The BTH pad count is derived from `payload_len`.
+    pub fn emit(&self, buf: &mut [u8], payload_len: usize) -> Result<usize, EmitError> {
+        let info = self.checked_info(payload_len)?;
+        let total = self.packet_len(payload_len)?;
+        let buf = buf.get_mut(..total).ok_or(EmitError::BufferTooSmall)?;
+        let mut bth = self.bth;
+        bth.pad_count = u8::try_from(pad_for(payload_len)).unwrap_or(0);
+        let small = |_| EmitError::BufferTooSmall;
+        bth.emit(buf).map_err(small)?;
+        for_each_ext(info, |h, off| {
+            let b = buf.get_mut(off..).ok_or(EmitError::BufferTooSmall)?;
+            let r = match h {
+                ExtHeader::Deth => self.deth.map(|x| x.emit(b)),
+                ExtHeader::Reth => self.reth.map(|x| x.emit(b)),
+                ExtHeader::AtomicEth => self.atomic.map(|x| x.emit(b)),
+                ExtHeader::Aeth => self.aeth.map(|x| x.emit(b)),
+                ExtHeader::AtomicAckEth => self.atomic_ack.map(|x| AtomicAckRepr(x).emit(b)),
+                ExtHeader::ImmDt => self.imm.map(|x| ImmDtRepr(x).emit(b)),
+                ExtHeader::Ieth => self.ieth.map(|x| IethRepr(x).emit(b)),
+            };
+            r.ok_or(EmitError::HeaderMismatch)?.map_err(small)
+        })?;
+        let tail_start = info.hdr_len.wrapping_add(payload_len);
+        if let Some(tail) = buf.get_mut(tail_start..) {
+            tail.fill(0);
+        }
+        Ok(info.hdr_len)
+    }
+}
+
+/// A parsed RoCE v2 packet borrowing its payload from the input buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packet<'a> {
+    /// Opcode table entry.
+    pub info: &'static OpcodeInfo,
+    /// All headers.
+    pub hdr: Headers,
+    /// Payload without pad bytes.
+    pub payload: &'a [u8],
+    /// The ICRC exactly as on the wire.
+    pub icrc: [u8; 4],
+}
+
+/// Parse a UDP payload (BTH first, ICRC in the last four bytes).
+///
+/// Never panics; rejects short, inconsistent or unknown packets. The ICRC
+/// is returned but not checked (see [`crate::proto::icrc`]).
+pub fn parse(buf: &[u8]) -> Result<Packet<'_>, ParseError> {
+    let bth = BthRepr::parse(buf)?;
+    let info = opcode_info(bth.opcode).ok_or(ParseError::UnknownOpcode)?;
+    let body_end = buf
+        .len()
+        .checked_sub(ICRC_LEN)
+        .ok_or(ParseError::Truncated)?;
+    if body_end < info.hdr_len {
+        return Err(ParseError::Truncated);
+    }
+    let icrc = buf
+        .get(body_end..)
+        .and_then(|s| <[u8; 4]>::try_from(s).ok())
+        .ok_or(ParseError::Truncated)?;
+    let padded = buf
+        .get(info.hdr_len..body_end)
+        .ok_or(ParseError::Truncated)?;
+    let pad = usize::from(bth.pad_count);
+    let payload_len = padded.len().checked_sub(pad).ok_or(ParseError::BadPad)?;
+    if !info.has(mask::PAYLOAD) {
+        if pad != 0 {
+            return Err(ParseError::BadPad);
+        }
+        if payload_len != 0 {
+            return Err(ParseError::UnexpectedPayload);
+        }
+    }
+    if payload_len > MAX_PAYLOAD {
+        return Err(ParseError::TooLong);
+    }
+    let payload = padded.get(..payload_len).ok_or(ParseError::BadPad)?;
+    let mut hdr = Headers::new(bth);
+    for_each_ext(info, |h, off| {
+        let b = buf.get(off..).ok_or(ParseError::Truncated)?;
+        match h {
+            ExtHeader::Deth => hdr.deth = Some(DethRepr::parse(b)?),
+            ExtHeader::Reth => hdr.reth = Some(RethRepr::parse(b)?),
+            ExtHeader::AtomicEth => hdr.atomic = Some(AtomicEthRepr::parse(b)?),
+            ExtHeader::Aeth => hdr.aeth = Some(AethRepr::parse(b)?),
+            ExtHeader::AtomicAckEth => hdr.atomic_ack = Some(AtomicAckRepr::parse(b)?.0),
+            ExtHeader::ImmDt => hdr.imm = Some(ImmDtRepr::parse(b)?.0),
+            ExtHeader::Ieth => hdr.ieth = Some(IethRepr::parse(b)?.0),
+        }
+        Ok(())
+    })?;
+    Ok(Packet {
+        info,
+        hdr,
+        payload,
+        icrc,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::proto::opcode::rc;
+    use crate::proto::{Msn, Psn, Syndrome};
+
+    fn bth(op: u8) -> BthRepr {
+        BthRepr {
+            opcode: op,
+            pkey: 0xffff,
+            dest_qpn: 0x11,
+            psn: Psn::new(0xabcdef),
+            ack_req: true,
+            ..BthRepr::default()
+        }
+    }
+
+    #[test]
+    fn emit_parse_write_imm() {
+        let mut h = Headers::new(bth(rc::RDMA_WRITE_ONLY_WITH_IMMEDIATE));
+        h.reth = Some(RethRepr {
+            va: 0x1000,
+            rkey: 7,
+            len: 5,
+        });
+        h.imm = Some(0xdeadbeef);
+        let mut buf = [0xaau8; 64];
+        let len = h.packet_len(5).unwrap();
+        assert_eq!(len, 32 + 5 + 3 + 4);
+        let off = h.emit(&mut buf, 5).unwrap();
+        buf[off..off + 5].copy_from_slice(b"hello");
+        let p = parse(&buf[..len]).unwrap();
+        assert_eq!(p.payload, b"hello");
+        assert_eq!(p.hdr.bth.pad_count, 3);
+        assert_eq!(p.hdr.reth, h.reth);
+        assert_eq!(p.hdr.imm, Some(0xdeadbeef));
+        assert_eq!(p.icrc, [0; 4]);
+    }
+
+    #[test]
+    fn rejects() {
+        let mut h = Headers::new(bth(rc::ACKNOWLEDGE));
+        h.aeth = Some(AethRepr {
+            syndrome: Syndrome::Nak(crate::proto::NakCode::PsnSeqError),
+            msn: Msn::new(3),
+        });
+        let mut buf = [0u8; 20];
+        assert_eq!(h.packet_len(0), Ok(20));
+        h.emit(&mut buf, 0).unwrap();
+        assert!(parse(&buf).is_ok());
+        assert_eq!(parse(&buf[..19]), Err(ParseError::Truncated));
+        assert_eq!(parse(&buf[..3]), Err(ParseError::Truncated));
+        let mut long = [0u8; 24];
+        long[..20].copy_from_slice(&buf);
+        assert_eq!(parse(&long), Err(ParseError::UnexpectedPayload));
+        let mut b2 = buf;
+        b2[1] |= 0x10;
+        assert_eq!(parse(&b2), Err(ParseError::BadPad));
+        let mut b3 = buf;
+        b3[1] |= 0x01;
+        assert_eq!(parse(&b3), Err(ParseError::BadVersion));
+        let mut b4 = buf;
+        b4[0] = 0x15;
+        assert_eq!(parse(&b4), Err(ParseError::UnknownOpcode));
+        let mut b5 = buf;
+        b5[12] = 0x40;
+        assert_eq!(parse(&b5), Err(ParseError::BadSyndrome));
+        assert_eq!(
+            Headers::new(bth(rc::ACKNOWLEDGE)).emit(&mut buf, 0),
+            Err(EmitError::HeaderMismatch)
+        );
+        assert_eq!(h.emit(&mut buf, 1), Err(EmitError::BadPayload));
+        assert_eq!(h.emit(&mut buf[..10], 0), Err(EmitError::BufferTooSmall));
+    }
+}
