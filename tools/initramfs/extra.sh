@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Build the per-run initrd for one guest: the cached base initramfs (build.sh) followed
+# by a second gzip'd cpio archive with this run's files. Linux unpacks concatenated
+# archives in order, later files on top of earlier ones.
+#
+# usage: tools/initramfs/extra.sh --kdir KDIR --out FILE [--tests DIR]... [--ko FILE]
+#                                 [--add SRC=/GUEST/PATH]...
+#
+# The second archive holds:
+#   tools/testing/guest/*.sh        -> /rrxe/tests/        (plus lib/ -> /rrxe/tests/lib/)
+#   each --tests DIR's *.sh         -> /rrxe/tests/        (e.g. tools/testing/selftest)
+#   rrxe.ko (--ko, default drivers/infiniband/sw/rrxe/rrxe.ko if built) -> /rrxe/rrxe.ko
+#   $KDIR/modinstall/lib/modules/*  -> /lib/modules/       (modprobe rdma_rxe)
+#   $RRXE_OUT/guest-bin/*           -> /rrxe/bin/          (first on PATH)
+#   each --add SRC=/PATH            -> /PATH               (not under /lib, /bin: use /usr/...)
+# Directory entries are written under usr/ only: a "lib" directory entry would replace
+# the base image's /lib -> usr/lib symlink.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+out_dir=${RRXE_OUT:-$repo/out}
+
+log() { printf 'initramfs: %s\n' "$*" >&2; }
+die() { printf 'initramfs: ERROR: %s\n' "$*" >&2; exit 1; }
+
+kdir= out= ko= tests=("$repo/tools/testing/guest") adds=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --kdir) kdir=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        --tests) tests+=("$2"); shift 2 ;;
+        --ko) ko=$2; shift 2 ;;
+        --add) adds+=("$2"); shift 2 ;;
+        *) die "unknown option $1" ;;
+    esac
+done
+[ -n "$out" ] || die "--out FILE is required"
+[ -z "$ko" ] && [ -f "$repo/drivers/infiniband/sw/rrxe/rrxe.ko" ] && ko=$repo/drivers/infiniband/sw/rrxe/rrxe.ko
+
+base=$("$here/build.sh")
+work=$(mktemp -d "${TMPDIR:-/tmp}/rrxe-extra.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/rrxe/tests/lib" "$work/rrxe/bin"
+
+for d in "${tests[@]}"; do
+    [ -d "$d" ] || die "no test directory $d"
+    for f in "$d"/*.sh; do [ -f "$f" ] && install -m 0755 "$f" "$work/rrxe/tests/"; done
+    if [ -d "$d/lib" ]; then cp -a "$d/lib/." "$work/rrxe/tests/lib/"; fi
+done
+if [ -n "$ko" ]; then
+    [ -f "$ko" ] || die "no module $ko"
+    install -m 0644 "$ko" "$work/rrxe/rrxe.ko"
+fi
+if [ -n "$kdir" ]; then
+    if [ -d "$kdir/modinstall/lib/modules" ]; then
+        mkdir -p "$work/usr/lib/modules"
+        cp -a "$kdir/modinstall/lib/modules/." "$work/usr/lib/modules/"
+        # Build-tree links are useless in the guest.
+        find "$work/usr/lib/modules" -maxdepth 2 \( -name build -o -name source \) -type l -delete
+    else
+        log "warning: $kdir/modinstall/lib/modules missing: modprobe will not find rdma_rxe"
+    fi
+fi
+if [ -d "$out_dir/guest-bin" ]; then
+    cp -a "$out_dir/guest-bin/." "$work/rrxe/bin/"
+fi
+for a in ${adds[@]+"${adds[@]}"}; do
+    src=${a%%=*}; dst=${a#*=}
+    [ -e "$src" ] || die "--add: no $src"
+    case "$dst" in /lib/*|/bin/*|/sbin/*|/lib64/*) die "--add: $dst would replace a base symlink; use /usr$dst" ;; esac
+    mkdir -p "$work$(dirname "$dst")"
+    cp -a "$src" "$work$dst"
+done
+
+mkdir -p "$(dirname "$out")"
+{
+    cat "$base"
+    (cd "$work" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -1
+} > "$out.tmp"
+mv "$out.tmp" "$out"
+echo "$out"

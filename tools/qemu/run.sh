@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Boot one rrxe test guest, or two on one Ethernet segment (--pair), under QEMU/TCG.
+#
+# usage: tools/qemu/run.sh [options]
+#   --test NAME           run /rrxe/tests/NAME.sh in the guest(s) and judge the result
+#   --shell               interactive shell on guest A's serial console (this terminal;
+#                         Ctrl-A x kills QEMU, `exit` powers the guest off)
+#   --pair                two guests, A (192.0.2.1) and B (192.0.2.2), linked by a
+#                         point-to-point UDP socket pair on 127.0.0.1
+#   --variant normal|debug   kernel variant built by tools/kernel/build.sh (default normal)
+#   --kernel KDIR|bzImage    guest A's kernel (default: tools/kernel/build.sh VARIANT)
+#   --kernel-b KDIR|bzImage  guest B's kernel (default: same as guest A)
+#   --ko FILE / --ko-b FILE  rrxe.ko for guest A / B (default: the repo's build, if any)
+#   --tests DIR           another directory of guest test scripts (repeatable)
+#   --add SRC=/GUEST/PATH another file for both guests' initrd (repeatable)
+#   --timeout SEC         hard limit per guest; QEMU is killed and the run fails (default 300)
+#   --smp N, --mem SIZE   guest CPUs / memory (default 2, 1G; env RRXE_SMP, RRXE_MEM)
+#   --pcap FILE           dump guest A's network traffic (both directions) to FILE
+#   --append ARGS         extra kernel command line
+#   --log-dir DIR         logs (default $RRXE_OUT/runs/DATE-NAME-PID)
+# Prints "PASS (Ns)" or "FAIL reason" as its last line; exit status 0 only on PASS.
+# Networking: -nic none, then only a -netdev socket (udp=/localaddr= on 127.0.0.1) with
+# a virtio-net device; a single guest points at an unused loopback port.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+export RRXE_OUT=${RRXE_OUT:-$repo/out}
+
+die() { printf 'qemu: ERROR: %s\n' "$*" >&2; echo "FAIL $*"; exit 2; }
+log() { printf 'qemu: %s\n' "$*" >&2; }
+
+test_name= shell=0 pair=0 variant=normal kernel_a= kernel_b= ko_a= ko_b= timeout=300
+smp=${RRXE_SMP:-2} mem=${RRXE_MEM:-1G} pcap= append= log_dir= tests=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --test) test_name=$2; shift 2 ;;
+        --shell) shell=1; shift ;;
+        --pair) pair=1; shift ;;
+        --variant) variant=$2; shift 2 ;;
+        --kernel) kernel_a=$2; shift 2 ;;
+        --kernel-b) kernel_b=$2; shift 2 ;;
+        --ko) ko_a=$2; shift 2 ;;
+        --ko-b) ko_b=$2; shift 2 ;;
+        --tests) tests+=(--tests "$2"); shift 2 ;;
+        --add) tests+=(--add "$2"); shift 2 ;;
+        --timeout) timeout=$2; shift 2 ;;
+        --smp) smp=$2; shift 2 ;;
+        --mem) mem=$2; shift 2 ;;
+        --pcap) pcap=$2; shift 2 ;;
+        --append) append=$2; shift 2 ;;
+        --log-dir) log_dir=$2; shift 2 ;;
+        -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) die "unknown option $1 (see --help)" ;;
+    esac
+done
+[ -n "$test_name" ] || [ $shell = 1 ] || die "nothing to do: give --test NAME and/or --shell"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found (run tools/setup.sh)"
+
+# Kernel: a KDIR (bzImage + modinstall tree) or a bare bzImage.
+if [ -z "$kernel_a" ]; then
+    kernel_a=$("$repo/tools/kernel/build.sh" "$variant") || die "kernel build failed"
+fi
+[ -n "$kernel_b" ] || kernel_b=$kernel_a
+[ -n "$ko_b" ] || ko_b=$ko_a
+resolve_kernel() {  # $1 KDIR|bzImage -> "bzImage KDIR-or-empty"
+    if [ -d "$1" ]; then
+        [ -f "$1/arch/x86/boot/bzImage" ] || die "no $1/arch/x86/boot/bzImage"
+        echo "$1/arch/x86/boot/bzImage $1"
+    else
+        [ -f "$1" ] || die "no kernel $1"
+        echo "$1 "
+    fi
+}
+read -r image_a kdir_a <<< "$(resolve_kernel "$kernel_a")"
+read -r image_b kdir_b <<< "$(resolve_kernel "$kernel_b")"
+
+name=${test_name:-shell}
+[ -n "$log_dir" ] || log_dir=$RRXE_OUT/runs/$(date +%Y%m%d-%H%M%S)-$name-$$
+mkdir -p "$log_dir"
+log_dir=$(cd "$log_dir" && pwd)
+
+# Per-guest initrd: cached base + this run's files (needs the guest's own modules).
+mk_initrd() {  # guest kdir ko
+    local args=(--out "$log_dir/initrd-$1.img" ${tests[@]+"${tests[@]}"})
+    [ -n "$2" ] && args+=(--kdir "$2")
+    [ -n "$3" ] && args+=(--ko "$3")
+    "$repo/tools/initramfs/extra.sh" "${args[@]}" >/dev/null || die "initrd for guest $1 failed"
+}
+mk_initrd a "$kdir_a" "$ko_a"
+guests=(a)
+if [ $pair = 1 ]; then
+    guests=(a b)
+    if [ "$kdir_b" = "$kdir_a" ] && [ "$ko_b" = "$ko_a" ]; then
+        cp "$log_dir/initrd-a.img" "$log_dir/initrd-b.img"
+    else
+        mk_initrd b "$kdir_b" "$ko_b"
+    fi
+fi
+cleanup() { [ "${RRXE_KEEP_INITRD:-0}" = 1 ] || rm -f "$log_dir"/initrd-*.img; }
+trap cleanup EXIT
+
+# Two free UDP ports on 127.0.0.1 (the kernel picks them; QEMU binds them right after).
+free_ports() {
+    python3 - <<'PY'
+import socket
+s = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(" ".join(str(x.getsockname()[1]) for x in s))
+PY
+}
+
+qemu_cmd() {  # guest local_port peer_port -> prints nothing, fills the array "cmd"
+    local g=$1 lport=$2 pport=$3 image kargs
+    if [ "$g" = a ]; then image=$image_a; else image=$image_b; fi
+    kargs="console=ttyS0 printk.time=1 panic=-1 rrxe.role=$g"
+    [ -n "$test_name" ] && kargs+=" rrxe.test=$test_name"
+    [ $shell = 1 ] && kargs+=" rrxe.shell=1"
+    [ -n "$append" ] && kargs+=" $append"
+    cmd=(qemu-system-x86_64 -name "rrxe-$name-$g" -accel tcg -cpu max -smp "$smp" -m "$mem"
+         -kernel "$image" -initrd "$log_dir/initrd-$g.img" -append "$kargs"
+         -no-reboot -display none -vga none
+         -nic none
+         -netdev "socket,id=n0,udp=127.0.0.1:$pport,localaddr=127.0.0.1:$lport"
+         -device "virtio-net-pci,netdev=n0,mac=52:54:00:00:00:0$([ "$g" = a ] && echo 1 || echo 2)")
+    if [ "$g" = a ] && [ -n "$pcap" ]; then
+        cmd+=(-object "filter-dump,id=f0,netdev=n0,file=$pcap")
+    fi
+    if [ $shell = 1 ] && [ "$g" = a ]; then
+        cmd+=(-chardev "stdio,id=con0,mux=on,signal=off,logfile=$log_dir/guest-a.log" -serial chardev:con0
+              -mon chardev=con0,mode=readline)
+    elif [ $shell = 1 ]; then
+        cmd+=(-chardev "socket,id=con0,path=$log_dir/guest-$g.sock,server=on,wait=off,logfile=$log_dir/guest-$g.log"
+              -serial chardev:con0 -monitor none)
+    else
+        cmd+=(-serial "file:$log_dir/guest-$g.log" -monitor none)
+    fi
+}
+
+declare -A pid rc
+start=$(date +%s.%N)
+for attempt in 1 2 3; do
+    read -r port_a port_b <<< "$(free_ports)"
+    for g in "${guests[@]}"; do
+        if [ "$g" = a ]; then qemu_cmd a "$port_a" "$port_b"; else qemu_cmd b "$port_b" "$port_a"; fi
+        clean=("${cmd[@]}")
+        printf '%q ' "${clean[@]}" > "$log_dir/qemu-$g.cmd"; echo >> "$log_dir/qemu-$g.cmd"
+        : > "$log_dir/guest-$g.log"
+        if [ $shell = 1 ] && [ "$g" = a ]; then
+            continue  # started in the foreground below
+        fi
+        if [ $shell = 1 ]; then
+            "${clean[@]}" 2> "$log_dir/qemu-$g.stderr" &
+        else
+            timeout -k 5 "$timeout" "${clean[@]}" 2> "$log_dir/qemu-$g.stderr" < /dev/null &
+        fi
+        pid[$g]=$!
+    done
+    [ $shell = 1 ] && break
+    sleep 0.5
+    if grep -qs 'Address already in use' "$log_dir"/qemu-*.stderr; then
+        log "port collision, retrying"
+        for g in "${guests[@]}"; do kill "${pid[$g]}" 2>/dev/null; wait "${pid[$g]}" 2>/dev/null; done
+        continue
+    fi
+    break
+done
+
+if [ $shell = 1 ]; then
+    [ $pair = 1 ] && log "guest B console: socat -,raw,echo=0 UNIX-CONNECT:$log_dir/guest-b.sock (log: $log_dir/guest-b.log)"
+    log "guest A console below (Ctrl-A x quits QEMU; Ctrl-A c toggles the monitor); log: $log_dir/guest-a.log"
+    qemu_cmd a "$port_a" "$port_b"
+    "${cmd[@]}"
+    rc[a]=$?
+    if [ $pair = 1 ]; then kill "${pid[b]}" 2>/dev/null; wait "${pid[b]}" 2>/dev/null; fi
+else
+    wait "${pid[a]}"; rc[a]=$?
+    if [ $pair = 1 ]; then
+        # Guest B gets a short grace period after A is done, then it is stopped.
+        for _ in $(seq 1 60); do kill -0 "${pid[b]}" 2>/dev/null || break; sleep 0.5; done
+        if kill -0 "${pid[b]}" 2>/dev/null; then
+            kill "${pid[b]}" 2>/dev/null
+            rc[b]=125
+        fi
+        wait "${pid[b]}"; r=$?; [ "${rc[b]:-}" = 125 ] || rc[b]=$r
+    fi
+fi
+secs=$(echo "$(date +%s.%N) - $start" | bc | xargs printf '%.1f')
+
+# Verdict: every guest must print "RRXE-RESULT: PASS", and no log may hold a splat.
+reasons=()
+for g in "${guests[@]}"; do
+    glog=$log_dir/guest-$g.log
+    boot=$(tr -d '\r' < "$glog" | sed -n 's/.*RRXE-INIT: reached \/init at \([0-9.]*\) s.*/\1/p' | head -1)
+    [ -n "$boot" ] && log "guest $g reached /init at ${boot}s guest uptime"
+    [ $shell = 1 ] && continue
+    result=$(tr -d '\r' < "$glog" | grep -a -o 'RRXE-RESULT: .*' | tail -1)
+    if [ "${rc[$g]}" = 124 ] || [ "${rc[$g]}" = 137 ]; then
+        reasons+=("timeout after ${timeout}s (guest $g)")
+    elif [ "${rc[$g]}" = 125 ]; then
+        reasons+=("guest $g still running after guest a finished")
+    elif [ -z "$result" ]; then
+        reasons+=("guest $g printed no result (qemu rc=${rc[$g]}: $(tail -c 300 "$log_dir/qemu-$g.stderr" 2>/dev/null | tr '\n' ' '))")
+    elif [ "$result" != "RRXE-RESULT: PASS" ]; then
+        reasons+=("guest $g: ${result#RRXE-RESULT: }")
+    fi
+done
+logs=(); for g in "${guests[@]}"; do logs+=("$log_dir/guest-$g.log"); done
+if splats=$("$here/splats.sh" "${logs[@]}"); then :; else
+    printf '%s\n' "$splats" >&2
+    first=$(printf '%s\n' "$splats" | head -1 | sed 's/^[^:]*\/guest-\([ab]\)\.log:[0-9]*:/guest \1:/' | cut -c1-160)
+    reasons+=("kernel splat: $first")
+fi
+[ $shell = 1 ] && exit 0
+if [ ${#reasons[@]} = 0 ]; then
+    echo "PASS (${secs}s)"
+    exit 0
+fi
+(IFS=';'; echo "FAIL ${reasons[*]}")
+exit 1

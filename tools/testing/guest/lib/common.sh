@@ -1,0 +1,167 @@
+# Helpers for rrxe guest test scripts (busybox sh). Source it first:
+#     . "$RRXE_LIB"          (/rrxe/tests/lib/common.sh)
+# Environment set by /init: RRXE_ROLE (a|b), RRXE_IP4/RRXE_PEER_IP4 (192.0.2.1/.2),
+# RRXE_IP6/RRXE_PEER_IP6 (2001:db8::1/::2), RRXE_NETDEV (eth0), RRXE_TEST.
+# A test passes by exiting 0; anything else (or `fail`) fails it.
+
+RRXE_NETDEV=${RRXE_NETDEV:-eth0}
+
+log() { echo "[$RRXE_TEST/$RRXE_ROLE] $*"; }
+
+# fail MSG: print the reason and end the test with exit status 1.
+fail() { echo "[$RRXE_TEST/$RRXE_ROLE] FAIL: $*"; exit 1; }
+
+# run CMD...: log and run a command; fail the test if it fails.
+run() { log "+ $*"; "$@" || fail "command failed (rc=$?): $*"; }
+
+# retry TRIES DELAY CMD...: run CMD until it succeeds, at most TRIES times.
+retry() {
+    local tries=$1 delay=$2 i=1
+    shift 2
+    while :; do
+        "$@" && return 0
+        [ "$i" -ge "$tries" ] && return 1
+        i=$((i + 1)); sleep "$delay"
+    done
+}
+
+# wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds or SECONDS pass.
+wait_for() {
+    local secs=$1 n=0
+    shift
+    while ! "$@" 2>/dev/null; do
+        n=$((n + 1))
+        [ "$n" -ge $((secs * 5)) ] && return 1
+        sleep 0.2
+    done
+}
+
+# port_listening PORT: is a local TCP socket listening on PORT (IPv4 or IPv6)?
+port_listening() {
+    local hex
+    hex=$(printf '%04X' "$1")
+    cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {f=1} END {exit !f}'
+}
+
+# wait_for_port PORT [SECONDS]: wait until a local TCP listener is on PORT.
+wait_for_port() { wait_for "${2:-30}" port_listening "$1" || fail "nothing listens on TCP port $1 after ${2:-30}s"; }
+
+# Pair tests sync by retrying the client: a one-shot RDMA server (rping -s, perftest,
+# ibv_*_pingpong) is not there yet until the peer has booted and loaded its driver, and
+# the client's connect fails fast meanwhile. Example (guest A):
+#     retry 30 1 rping -c -a "$RRXE_PEER_IP4" -C 10 -V -v
+# wait_for_peer_ping [SECONDS]: wait until the peer guest answers ICMP on eth0.
+wait_for_peer_ping() { wait_for "${1:-60}" ping -c 1 -W 1 "$RRXE_PEER_IP4" >/dev/null || fail "peer $RRXE_PEER_IP4 unreachable"; }
+
+# rdma_dev_ready DEV: the device exists and port 1 is ACTIVE.
+rdma_dev_ready() { grep -q ACTIVE "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null; }
+
+# load_rxe [DEV]: upstream soft-RoCE (rdma_rxe) on eth0 as DEV (default rxe0).
+load_rxe() {
+    local dev=${1:-rxe0}
+    run modprobe rdma_rxe
+    run rdma link add "$dev" type rxe netdev "$RRXE_NETDEV"
+    wait_for 20 rdma_dev_ready "$dev" || fail "$dev port 1 not ACTIVE"
+    RRXE_DEV=$dev
+    log "$dev ready"
+}
+
+# load_rrxe [DEV]: this project's driver (/rrxe/rrxe.ko) on eth0 as DEV (default rrxe0).
+load_rrxe() {
+    local dev=${1:-rrxe0}
+    [ -f /rrxe/rrxe.ko ] || fail "/rrxe/rrxe.ko is not in this initramfs (module not built?)"
+    run insmod /rrxe/rrxe.ko
+    run rdma link add "$dev" type rrxe netdev "$RRXE_NETDEV"
+    wait_for 20 rdma_dev_ready "$dev" || fail "$dev port 1 not ACTIVE"
+    RRXE_DEV=$dev
+    log "$dev ready"
+}
+
+# gid_index DEV [ipv4|ipv6]: print the GID table index of the RoCE v2 GID for
+# eth0's IPv4 (default) or global IPv6 address. Waits up to 10 s for the GID table.
+gid_index() {
+    local dev=$1 fam=${2:-ipv4} want n
+    if [ "$fam" = ipv4 ]; then
+        # IPv4-mapped IPv6: ::ffff:a.b.c.d
+        want=$(echo "$RRXE_IP4" | awk -F. '{printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", $1, $2, $3, $4}')
+    else
+        want=$(echo "$RRXE_IP6" | awk -F: '{printf "2001:0db8:0000:0000:0000:0000:0000:%04x", ("0x" $NF) + 0}')
+    fi
+    for _ in $(seq 1 50); do
+        for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+            n=${f##*/}
+            [ "$(cat "$f" 2>/dev/null)" = "$want" ] || continue
+            [ "$(cat /sys/class/infiniband/"$dev"/ports/1/gid_attrs/types/"$n" 2>/dev/null)" = "RoCE v2" ] || continue
+            echo "$n"
+            return 0
+        done
+        sleep 0.2
+    done
+    log "no RoCE v2 GID $want on $dev; table:"
+    for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+        n=${f##*/}
+        echo "  $n $(cat "$f" 2>/dev/null) $(cat /sys/class/infiniband/"$dev"/ports/1/gid_attrs/types/"$n" 2>/dev/null)"
+    done | grep -v ' 0000:0000:0000:0000:0000:0000:0000:0000'
+    return 1
+}
+
+# bg_start NAME CMD...: run CMD in the background, output to /tmp/NAME.out; sets BG_PID.
+bg_start() {
+    local name=$1
+    shift
+    log "+ $* &  (output: /tmp/$name.out)"
+    "$@" > "/tmp/$name.out" 2>&1 &
+    BG_PID=$!
+}
+
+# bg_wait PID NAME [SECONDS]: wait for a background command, print its output, return its rc
+# (killed after SECONDS, default 60, rc 124).
+bg_wait() {
+    local pid=$1 name=$2 secs=${3:-60} n=0 rc
+    while kill -0 "$pid" 2>/dev/null; do
+        n=$((n + 1))
+        if [ "$n" -ge $((secs * 5)) ]; then
+            log "$name still running after ${secs}s: killing it"
+            kill "$pid" 2>/dev/null; sleep 0.5; kill -9 "$pid" 2>/dev/null
+            wait "$pid" 2>/dev/null
+            sed "s/^/  $name| /" "/tmp/$name.out"
+            return 124
+        fi
+        sleep 0.2
+    done
+    wait "$pid"; rc=$?
+    sed "s/^/  $name| /" "/tmp/$name.out"
+    return $rc
+}
+
+# check_perftest FILE: a perftest report must be present and every number in its
+# result rows finite and non-zero.
+check_perftest() {
+    local f=$1
+    grep -q "Can't produce a report" "$f" && fail "perftest: Can't produce a report"
+    grep -qwE 'inf|-inf|nan|-nan' "$f" && fail "perftest printed inf/nan: $(grep -wE 'inf|-inf|nan|-nan' "$f" | head -1)"
+    # Result rows: lines that consist only of numbers, under the "#bytes" header.
+    awk '/#bytes/ {hdr=1; next} hdr && /^ *-+ *$/ {hdr=0} hdr && NF >= 3 && $1 ~ /^[0-9]+$/ {
+            rows++; for (i = 1; i <= NF; i++) { if ($i !~ /^[0-9.]+$/) bad = bad " " $i; else if ($i + 0 == 0) zero = zero " col" i } }
+         END { if (!rows) { print "no result rows"; exit 1 } if (bad) { print "non-numeric:" bad; exit 1 } if (zero) { print "zero values:" zero; exit 1 } }' "$f" \
+        || fail "perftest report check failed (see output above)"
+}
+
+# server_client NAME CMD [ARG...]: the usual one-guest pattern for tools with a TCP
+# rendezvous on port 18515 (ibv_*_pingpong, perftest): start "CMD ARG..." as the server
+# in the background, wait for its listener, run "CMD ARG... $RRXE_IP4" as the client,
+# then collect the server. Fails the test if either side fails. Outputs are kept in
+# /tmp/NAME-client.out and /tmp/NAME-server.out.
+server_client() {
+    local name=$1 srv rc
+    shift
+    bg_start "$name-server" "$@"
+    srv=$BG_PID
+    wait_for_port 18515 30
+    log "+ $* $RRXE_IP4"
+    retry 5 1 "$@" "$RRXE_IP4" > "/tmp/$name-client.out" 2>&1
+    rc=$?
+    sed "s/^/  $name-client| /" "/tmp/$name-client.out"
+    [ $rc = 0 ] || fail "$name client rc=$rc"
+    bg_wait "$srv" "$name-server" 60 || fail "$name server failed"
+}

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Run guest tests, each in its own fresh QEMU boot (sequentially).
+#
+# usage: tools/testing/run.sh [--variant normal|debug] [--kernel KDIR] [--kernel-b KDIR]
+#                             [--selftest] [TEST...]
+#   TEST      a script name (rxe_rping), file name or path; default: every
+#             tools/testing/guest/*.sh
+#   --selftest  run the harness self-tests (tools/testing/selftest/*.sh) instead; each
+#             declares "# expect: PASS|FAIL <reason prefix>" and the run succeeds only
+#             if every outcome is the expected one (results: $RRXE_OUT/selftest-results.txt)
+#
+# Test script headers:  # topology: single|pair    # timeout: SECONDS (default 300)
+# Pair tests run the same script in guests A and B ($RRXE_ROLE=a|b); both must pass.
+# Prints "PASS name (Ns)" / "FAIL name (reason; log: path)" per test, appends the
+# same line to $RRXE_OUT/results.txt, exits 1 if any test failed.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+export RRXE_OUT=${RRXE_OUT:-$repo/out}
+export PATH="$HOME/.cargo/bin:$PATH"
+
+die() { printf 'testing: ERROR: %s\n' "$*" >&2; exit 2; }
+
+variant=normal kernel_a= kernel_b= selftest=0 names=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --variant) variant=$2; shift 2 ;;
+        --kernel) kernel_a=$2; shift 2 ;;
+        --kernel-b) kernel_b=$2; shift 2 ;;
+        --selftest) selftest=1; shift ;;
+        -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        -*) die "unknown option $1" ;;
+        *) names+=("$1"); shift ;;
+    esac
+done
+case "$variant" in normal|debug) ;; *) die "unknown variant $variant" ;; esac
+
+if [ $selftest = 1 ]; then
+    test_dir=$here/selftest
+    results=$RRXE_OUT/selftest-results.txt
+else
+    test_dir=$here/guest
+    results=$RRXE_OUT/results.txt
+fi
+mkdir -p "$RRXE_OUT"
+
+tests=()
+if [ ${#names[@]} = 0 ]; then
+    for f in "$test_dir"/*.sh; do [ -f "$f" ] && tests+=("$f"); done
+else
+    for n in "${names[@]}"; do
+        n=$(basename "$n" .sh)
+        [ -f "$test_dir/$n.sh" ] || die "no test $test_dir/$n.sh"
+        tests+=("$test_dir/$n.sh")
+    done
+fi
+[ ${#tests[@]} -gt 0 ] || die "no tests in $test_dir"
+
+if [ -z "$kernel_a" ]; then
+    kernel_a=$("$repo/tools/kernel/build.sh" "$variant") || die "kernel build failed"
+fi
+# Build the base initramfs once up front (its log would otherwise land in the first test).
+"$repo/tools/initramfs/build.sh" >/dev/null || die "initramfs build failed"
+
+qemu_extra=()
+[ -n "$kernel_b" ] && qemu_extra+=(--kernel-b "$kernel_b")
+if [ $selftest = 1 ]; then
+    # The WARN module for selftest_warn, built out of tree against guest A's kernel.
+    kd=$kernel_a; [ -d "$kd" ] || kd=$(cd "$(dirname "$kd")/../../.." && pwd)
+    bld=$RRXE_OUT/selftest-build
+    rm -rf "$bld"; mkdir -p "$bld"; cp "$here/selftest/warn/"* "$bld/"
+    make -s -C "$kd" M="$bld" LLVM=-19 modules >"$bld/build.log" 2>&1 \
+        || { cat "$bld/build.log" >&2; die "building the self-test WARN module failed"; }
+    qemu_extra+=(--tests "$test_dir" --add "$bld/rrxe_selftest_warn.ko=/rrxe/selftest/rrxe_selftest_warn.ko")
+fi
+
+header() {  # file key default
+    local v
+    v=$(sed -n "s/^# *$2: *//p" "$1" | head -1)
+    echo "${v:-$3}"
+}
+
+passed=0 failed=0 unexpected=0
+for t in "${tests[@]}"; do
+    name=$(basename "$t" .sh)
+    topo=$(header "$t" topology single)
+    tmo=$(header "$t" timeout 300)
+    args=(--test "$name" --timeout "$tmo" --kernel "$kernel_a" --log-dir "$RRXE_OUT/logs/$variant/$name")
+    case "$topo" in
+        single) ;;
+        pair) args+=(--pair) ;;
+        *) die "$name: unknown topology '$topo'" ;;
+    esac
+    rm -rf "$RRXE_OUT/logs/$variant/$name"
+    echo "RUN  $name ($topo, timeout ${tmo}s)"
+    t0=$(date +%s)
+    out=$("$repo/tools/qemu/run.sh" "${args[@]}" ${qemu_extra[@]+"${qemu_extra[@]}"} 2> "$RRXE_OUT/logs/$variant/$name.stderr")
+    rc=$?
+    secs=$(( $(date +%s) - t0 ))
+    verdict=$(printf '%s\n' "$out" | tail -1)
+    mkdir -p "$RRXE_OUT/logs/$variant/$name"
+    mv "$RRXE_OUT/logs/$variant/$name.stderr" "$RRXE_OUT/logs/$variant/$name/run.stderr"
+    if [ $rc = 0 ] && [ "${verdict%% *}" = PASS ]; then
+        line="PASS $name (${secs}s)"
+        passed=$((passed + 1))
+        got=PASS
+    else
+        reason=${verdict#FAIL }
+        [ -n "$reason" ] || reason="runner rc=$rc"
+        line="FAIL $name ($reason; log: $RRXE_OUT/logs/$variant/$name/guest-a.log)"
+        failed=$((failed + 1))
+        got="FAIL $reason"
+        # Splat lines and other diagnostics from the QEMU runner.
+        grep -v '^qemu: guest . reached' "$RRXE_OUT/logs/$variant/$name/run.stderr" | sed 's/^/    /' | head -20
+    fi
+    echo "$line"
+    echo "$line" >> "$results"
+    if [ $selftest = 1 ]; then
+        expect=$(header "$t" expect PASS)
+        case "$got" in
+            "$expect"*) echo "     as expected: $expect" ;;
+            *) echo "     UNEXPECTED: wanted '$expect'"; unexpected=$((unexpected + 1)) ;;
+        esac
+    fi
+done
+
+if [ $selftest = 1 ]; then
+    echo "selftest: $passed passed, $failed failed, $unexpected unexpected outcomes"
+    [ $unexpected = 0 ]
+    exit
+fi
+echo "guest-tests: $passed passed, $failed failed"
+[ $failed = 0 ]
