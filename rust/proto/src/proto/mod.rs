@@ -29,12 +29,16 @@
 #[macro_use]
 pub(crate) mod wire;
 
+pub mod env;
 pub mod headers;
 pub mod icrc;
 pub mod opcode;
 pub mod packet;
 pub mod psn;
+pub mod qp;
+pub mod verbs;
 
+pub use env::{Access, AtomicOp, CompletionSink, Env, MemError, MemoryAccess, TxSink};
 pub use headers::{
     AethRepr, AtomicEthRepr, BthRepr, DethRepr, IethRepr, ImmDtRepr, RethRepr, ROCE_V2_PORT,
 };
@@ -42,4 +46,6 @@ pub use icrc::{Crc32, IcrcError, IpHeader, SoftCrc32};
 pub use opcode::{opcode_info, OpcodeInfo, Transport};
 pub use packet::{parse, EmitError, Headers, Packet, ParseError};
 pub use psn::{rnr_timer_us, Credits, Msn, NakCode, Psn, Syndrome, RNR_TIMER_US};
+pub use qp::{Counters, Qp, QpConfig, QpError, QpState};
+pub use verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOp};
 pub use wire::HeaderRepr;

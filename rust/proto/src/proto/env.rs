@@ -1,0 +1,101 @@
+//! The environment the state machines run in: memory access by key,
+//! packet transmission and completion delivery. The kernel module
+//! implements these over MRs, skbs and CQs; the tests over plain vectors.
+
+use crate::proto::verbs::WorkCompletion;
+
+/// Kind of access requested for a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Local read through an lkey (SEND/WRITE source).
+    LocalRead,
+    /// Local write through an lkey (receive buffer, READ/atomic result).
+    LocalWrite,
+    /// Remote read through an rkey (RDMA READ).
+    RemoteRead,
+    /// Remote write through an rkey (RDMA WRITE).
+    RemoteWrite,
+    /// Remote atomic through an rkey.
+    RemoteAtomic,
+}
+
+/// Why a memory access failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemError {
+    /// No region with this key.
+    BadKey,
+    /// The region does not grant the requested access.
+    AccessDenied,
+    /// The range is outside the region.
+    OutOfRange,
+    /// Atomic address not 8-byte aligned.
+    Misaligned,
+}
+
+/// A 64-bit atomic operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    /// Store `swap` if the word equals `compare`.
+    CmpSwap {
+        /// Expected value.
+        compare: u64,
+        /// New value.
+        swap: u64,
+    },
+    /// Add `add` (wrapping).
+    FetchAdd {
+        /// Addend.
+        add: u64,
+    },
+}
+
+/// Memory named by keys (MRs).
+pub trait MemoryAccess {
+    /// Check that `[va, va + len)` may be accessed through `key`.
+    fn check(&mut self, key: u32, va: u64, len: u32, access: Access) -> Result<(), MemError>;
+    /// Copy `buf.len()` bytes at `va` into `buf`.
+    fn read(&mut self, key: u32, va: u64, buf: &mut [u8], access: Access) -> Result<(), MemError>;
+    /// Copy `data` to `va`.
+    fn write(&mut self, key: u32, va: u64, data: &[u8], access: Access) -> Result<(), MemError>;
+    /// Execute an atomic on the host-order 64-bit word at `va` and return
+    /// its original value.
+    fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError>;
+    /// Invalidate `rkey` (SEND_WITH_INV). The default does nothing.
+    fn invalidate(&mut self, rkey: u32) -> Result<(), MemError> {
+        let _ = rkey;
+        Ok(())
+    }
+}
+
+/// Where outgoing packets go.
+///
+/// The QP asks for a buffer of the exact packet length (BTH through ICRC),
+/// writes it, and commits it. The last four bytes (the ICRC) are left zero:
+/// the sink adds the UDP/IP headers and fills in the ICRC. A buffer that is
+/// not committed is simply reused by the next call to `buffer`.
+pub trait TxSink {
+    /// A buffer of exactly `len` bytes, or `None` if the link is busy.
+    fn buffer(&mut self, len: usize) -> Option<&mut [u8]>;
+    /// Send the packet most recently written to [`TxSink::buffer`].
+    fn commit(&mut self);
+}
+
+/// Where completions go.
+pub trait CompletionSink {
+    /// A send-queue completion.
+    fn send_completion(&mut self, wc: &WorkCompletion);
+    /// A receive-queue completion.
+    fn recv_completion(&mut self, wc: &WorkCompletion);
+}
+
+/// Everything one call into a QP may use.
+pub struct Env<'a> {
+    /// Current time in microseconds (monotonic).
+    pub now_us: u64,
+    /// Memory regions.
+    pub mem: &'a mut dyn MemoryAccess,
+    /// Packet output.
+    pub tx: &'a mut dyn TxSink,
+    /// Completion output.
+    pub cq: &'a mut dyn CompletionSink,
+}

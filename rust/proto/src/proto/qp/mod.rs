@@ -1,0 +1,249 @@
+//! The RC queue pair: requester, completer and responder.
+//!
+//! A [`Qp`] is driven entirely by its caller: [`Qp::post_send`],
+//! [`Qp::post_recv`], [`Qp::on_packet`], [`Qp::on_timer`] and
+//! [`Qp::poll_tx`]. It never allocates, never recurses and does a bounded
+//! amount of work per call; all storage is in const-generic arrays:
+//! `SQ` send WQEs, `RQ` receive WQEs and `RD` responder resources (queued
+//! responses and remembered atomic results).
+
+mod completer;
+mod requester;
+mod responder;
+mod ring;
+
+use requester::{Requester, Tx};
+use responder::Responder;
+
+use crate::proto::env::Env;
+use crate::proto::packet::Packet;
+use crate::proto::verbs::{RecvWr, SendWr};
+use crate::proto::Transport;
+
+/// Static parameters of a connected QP (from INIT→RTR→RTS modify_qp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpConfig {
+    /// Local QP number (24 bits).
+    pub qpn: u32,
+    /// Remote QP number (24 bits).
+    pub dest_qpn: u32,
+    /// Partition key.
+    pub pkey: u16,
+    /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
+    pub mtu: u32,
+    /// First PSN the requester sends.
+    pub sq_psn: u32,
+    /// First PSN the responder expects.
+    pub rq_psn: u32,
+    /// Transport retries after a timeout or sequence NAK (0..=7).
+    pub retry_cnt: u8,
+    /// RNR retries (0..=6; 7 means retry forever).
+    pub rnr_retry: u8,
+    /// RNR timer code this responder advertises in RNR NAKs.
+    pub min_rnr_timer: u8,
+    /// Local ACK timeout in microseconds.
+    pub timeout_us: u64,
+    /// Maximum outstanding READ/atomic requests (initiator depth).
+    pub max_rd_atomic: u8,
+    /// Maximum unacknowledged packets in flight.
+    pub max_inflight_pkts: u32,
+}
+
+impl QpConfig {
+    /// A configuration with common defaults for the given QP numbers.
+    pub const fn new(qpn: u32, dest_qpn: u32) -> Self {
+        QpConfig {
+            qpn,
+            dest_qpn,
+            pkey: 0xffff,
+            mtu: 1024,
+            sq_psn: 0,
+            rq_psn: 0,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            min_rnr_timer: 1,
+            timeout_us: 4_000,
+            max_rd_atomic: 4,
+            max_inflight_pkts: 64,
+        }
+    }
+}
+
+/// Why a configuration or work request was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QpError {
+    /// MTU is not a power of two in 256..=4096.
+    BadMtu,
+    /// A queue has zero capacity, or `RD < max_rd_atomic + 2`.
+    BadCapacity,
+    /// The queue is full.
+    QueueFull,
+    /// Invalid work request (e.g. atomic with an SGE that is not 8 bytes).
+    InvalidWr,
+}
+
+/// Life-cycle state (only the connected states matter here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QpState {
+    /// Ready to send (and receive).
+    Rts,
+    /// Error: everything is flushed.
+    Error,
+}
+
+/// Event counters, all monotonically increasing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counters {
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Packets accepted by the QP.
+    pub rx_packets: u64,
+    /// Packets dropped: wrong QPN, transport or state.
+    pub rx_dropped: u64,
+    /// Requests with a PSN after the expected one.
+    pub seq_errors: u64,
+    /// Duplicate requests seen by the responder.
+    pub duplicates: u64,
+    /// RNR NAKs sent by the responder.
+    pub rnr_naks_sent: u64,
+    /// Fatal NAKs sent by the responder.
+    pub naks_sent: u64,
+    /// Requests dropped because the response queue was full.
+    pub resp_queue_full: u64,
+    /// Retransmission rounds started by the requester.
+    pub retries: u64,
+    /// ACK timeouts.
+    pub timeouts: u64,
+    /// RNR NAKs received.
+    pub rnr_naks_received: u64,
+    /// Stale or unexpected responses ignored by the completer.
+    pub stale_responses: u64,
+}
+
+/// An RC queue pair.
+#[derive(Debug)]
+pub struct Qp<const SQ: usize, const RQ: usize, const RD: usize> {
+    cfg: QpConfig,
+    state: QpState,
+    req: Requester<SQ>,
+    resp: Responder<RQ, RD>,
+    counters: Counters,
+}
+
+impl<const SQ: usize, const RQ: usize, const RD: usize> Qp<SQ, RQ, RD> {
+    /// Create a QP in RTS with the given configuration.
+    pub fn new(cfg: QpConfig) -> Result<Self, QpError> {
+        if !cfg.mtu.is_power_of_two() || !(256..=4096).contains(&cfg.mtu) {
+            return Err(QpError::BadMtu);
+        }
+        let rd_needed = usize::from(cfg.max_rd_atomic).saturating_add(2);
+        if SQ == 0 || RQ == 0 || RD < rd_needed || SQ > u32::MAX as usize {
+            return Err(QpError::BadCapacity);
+        }
+        Ok(Qp {
+            cfg,
+            state: QpState::Rts,
+            req: Requester::new(&cfg),
+            resp: Responder::new(&cfg),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &QpConfig {
+        &self.cfg
+    }
+
+    /// Current state.
+    pub fn state(&self) -> QpState {
+        self.state
+    }
+
+    /// Event counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Queue a send work request. In the error state it is completed at
+    /// once with `WR_FLUSH_ERR`.
+    pub fn post_send(&mut self, env: &mut Env<'_>, wr: SendWr) -> Result<(), QpError> {
+        self.req.post(env, &self.cfg, self.state, wr)
+    }
+
+    /// Queue a receive work request. In the error state it is completed at
+    /// once with `WR_FLUSH_ERR`.
+    pub fn post_recv(&mut self, env: &mut Env<'_>, wr: RecvWr) -> Result<(), QpError> {
+        self.resp.post(env, &self.cfg, self.state, wr)
+    }
+
+    /// Handle a received packet addressed to this QP whose ICRC has already
+    /// been verified.
+    pub fn on_packet(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
+        if pkt.hdr.bth.dest_qpn != self.cfg.qpn || pkt.info.transport() != Transport::Rc {
+            self.counters.rx_dropped = self.counters.rx_dropped.wrapping_add(1);
+            return;
+        }
+        self.counters.rx_packets = self.counters.rx_packets.wrapping_add(1);
+        let fatal = if pkt.info.is_response() {
+            self.req
+                .on_response(env, &self.cfg, &mut self.counters, pkt)
+        } else {
+            self.resp
+                .on_request(env, &self.cfg, self.state, &mut self.counters, pkt)
+        };
+        if fatal {
+            self.enter_error(env);
+        }
+    }
+
+    /// Fire expired timers (ACK timeout, RNR wait).
+    pub fn on_timer(&mut self, env: &mut Env<'_>) {
+        if self.req.on_timer(env, &self.cfg, &mut self.counters) {
+            self.enter_error(env);
+        }
+    }
+
+    /// Earliest time at which [`Qp::on_timer`] has work to do.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.req.next_deadline()
+    }
+
+    /// Transmit up to `budget` packets: queued responses first, then
+    /// requests. Returns the number of packets sent.
+    pub fn poll_tx(&mut self, env: &mut Env<'_>, budget: usize) -> usize {
+        let mut sent = 0usize;
+        while sent < budget {
+            let more = self.resp.poll_tx(env, &self.cfg)
+                || (self.state == QpState::Rts
+                    && match self.req.poll_tx(env, &self.cfg) {
+                        Tx::Sent => true,
+                        Tx::Idle => false,
+                        Tx::Fatal => {
+                            self.enter_error(env);
+                            true
+                        }
+                    });
+            if !more {
+                break;
+            }
+            sent = sent.saturating_add(1);
+        }
+        self.counters.tx_packets = self
+            .counters
+            .tx_packets
+            .wrapping_add(u64::try_from(sent).unwrap_or(0));
+        sent
+    }
+
+    /// True if nothing is queued for transmission or awaiting a response.
+    pub fn is_idle(&self) -> bool {
+        self.req.is_idle() && self.resp.is_idle()
+    }
+
+    /// Move to the error state, flushing both work queues.
+    pub fn enter_error(&mut self, env: &mut Env<'_>) {
+        self.state = QpState::Error;
+        self.req.flush(env, &self.cfg);
+        self.resp.flush(env, &self.cfg);
+    }
+}

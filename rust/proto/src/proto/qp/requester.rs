@@ -1,0 +1,444 @@
+//! The requester: turns send work requests into request packets, assigns
+//! PSNs, segments by MTU, enforces fences and the READ/atomic limit, and
+//! runs the ACK and RNR timers.
+
+use super::ring::Ring;
+use super::{Counters, QpConfig, QpError, QpState};
+use crate::proto::env::{Access, Env};
+use crate::proto::headers::{AtomicEthRepr, BthRepr, RethRepr};
+use crate::proto::opcode::rc;
+use crate::proto::packet::Headers;
+use crate::proto::verbs::{SendWr, WcStatus, WorkCompletion, WrOp};
+use crate::proto::Psn;
+
+/// Largest number of packets one message may span (keeps PSN windows far
+/// below 2^23).
+pub(crate) const MAX_MSG_PKTS: u32 = 1 << 20;
+
+/// Number of packets (PSNs) a message of `len` bytes occupies.
+pub(crate) fn npkts(len: u32, mtu: u32) -> u32 {
+    len.saturating_sub(1)
+        .checked_div(mtu)
+        .unwrap_or(0)
+        .saturating_add(1)
+}
+
+/// A send WQE and its transmission bookkeeping.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SendWqe {
+    pub(crate) wr: SendWr,
+    /// PSN of the first packet; valid once `started`.
+    pub(crate) first_psn: Psn,
+    /// PSNs consumed (request packets, or response packets for READ).
+    pub(crate) npkts: u32,
+    /// A PSN range has been assigned.
+    pub(crate) started: bool,
+}
+
+impl SendWqe {
+    pub(crate) fn last_psn(&self) -> Psn {
+        self.first_psn.add(self.npkts.saturating_sub(1))
+    }
+    /// True if `psn` lies within this WQE's PSN range.
+    pub(crate) fn contains(&self, psn: Psn) -> bool {
+        self.started && psn.since(self.first_psn) < self.npkts
+    }
+}
+
+/// Outcome of one transmission attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tx {
+    /// A packet was sent.
+    Sent,
+    /// Nothing to send now.
+    Idle,
+    /// A local error: the QP must enter the error state.
+    Fatal,
+}
+
+/// Requester and completer state of a QP (send side).
+#[derive(Debug)]
+pub(crate) struct Requester<const N: usize> {
+    pub(super) q: Ring<SendWqe, N>,
+    /// Index (from the head of `q`) of the WQE to transmit next.
+    pub(super) send_rel: usize,
+    /// Byte offset within that WQE.
+    pub(super) send_off: u32,
+    /// PSN of the next packet to transmit.
+    pub(super) next_psn: Psn,
+    /// Oldest PSN not yet acknowledged.
+    pub(super) comp_psn: Psn,
+    pub(super) retry_left: u8,
+    pub(super) rnr_left: u8,
+    pub(super) retry_deadline: Option<u64>,
+    pub(super) rnr_deadline: Option<u64>,
+    /// PSN of the last retransmission that has not yet made progress;
+    /// suppresses repeated rewinds triggered by the same loss.
+    pub(super) last_rewind: Option<Psn>,
+    /// Error status to report for the WQE at this index when flushing.
+    pub(super) error: Option<(usize, WcStatus)>,
+}
+
+impl<const N: usize> Requester<N> {
+    pub(crate) fn new(cfg: &QpConfig) -> Self {
+        let psn = Psn::new(cfg.sq_psn);
+        Requester {
+            q: Ring::new(),
+            send_rel: 0,
+            send_off: 0,
+            next_psn: psn,
+            comp_psn: psn,
+            retry_left: cfg.retry_cnt,
+            rnr_left: cfg.rnr_retry,
+            retry_deadline: None,
+            rnr_deadline: None,
+            last_rewind: None,
+            error: None,
+        }
+    }
+
+    pub(crate) fn post(
+        &mut self,
+        env: &mut Env<'_>,
+        cfg: &QpConfig,
+        state: QpState,
+        wr: SendWr,
+    ) -> Result<(), QpError> {
+        let bad_atomic = wr.op.is_atomic() && wr.sge.length != 8;
+        if bad_atomic || wr.sge.length > (1 << 31) || npkts(wr.sge.length, cfg.mtu) > MAX_MSG_PKTS {
+            return Err(QpError::InvalidWr);
+        }
+        if state == QpState::Error {
+            env.cq.send_completion(&wc(cfg, &wr, WcStatus::WrFlushErr));
+            return Ok(());
+        }
+        self.q
+            .push(SendWqe {
+                wr,
+                first_psn: Psn::new(0),
+                npkts: npkts(wr.sge.length, cfg.mtu),
+                started: false,
+            })
+            .map_err(|_| QpError::QueueFull)
+    }
+
+    pub(crate) fn is_idle(&self) -> bool {
+        self.q.is_empty()
+    }
+
+    pub(crate) fn next_deadline(&self) -> Option<u64> {
+        match (self.retry_deadline, self.rnr_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn outstanding(&self) -> bool {
+        self.comp_psn != self.next_psn
+    }
+
+    /// Restart transmission at `psn`, which must lie in a started WQE or
+    /// equal the next PSN.
+    pub(super) fn rewind(&mut self, cfg: &QpConfig, psn: Psn) {
+        for i in 0..self.q.len() {
+            let Some(w) = self.q.get(i) else { break };
+            if !w.started {
+                break;
+            }
+            if w.contains(psn) {
+                self.send_rel = i;
+                self.send_off = if w.wr.op.is_atomic() {
+                    0
+                } else {
+                    psn.since(w.first_psn).saturating_mul(cfg.mtu)
+                };
+                self.next_psn = psn;
+                self.retry_deadline = None;
+                return;
+            }
+        }
+    }
+
+    /// Start a retransmission from `psn` unless one from there is already
+    /// under way. Returns true if the retry budget is exhausted (fatal).
+    pub(super) fn retry_from(&mut self, cfg: &QpConfig, ctr: &mut Counters, psn: Psn) -> bool {
+        if self.last_rewind == Some(psn) {
+            return false;
+        }
+        if self.retry_left == 0 {
+            self.error = Some((0, WcStatus::RetryExcErr));
+            return true;
+        }
+        self.retry_left = self.retry_left.saturating_sub(1);
+        ctr.retries = ctr.retries.wrapping_add(1);
+        self.rewind(cfg, psn);
+        self.last_rewind = Some(psn);
+        false
+    }
+
+    pub(crate) fn on_timer(
+        &mut self,
+        env: &mut Env<'_>,
+        cfg: &QpConfig,
+        ctr: &mut Counters,
+    ) -> bool {
+        let now = env.now_us;
+        if self.rnr_deadline.is_some_and(|d| now >= d) {
+            self.rnr_deadline = None;
+        }
+        if self.retry_deadline.is_some_and(|d| now >= d) {
+            self.retry_deadline = None;
+            if self.outstanding() {
+                ctr.timeouts = ctr.timeouts.wrapping_add(1);
+                // A timeout always retransmits, even if a rewind to the
+                // same PSN happened before.
+                self.last_rewind = None;
+                let psn = self.comp_psn;
+                return self.retry_from(cfg, ctr, psn);
+            }
+        }
+        false
+    }
+
+    /// Note forward progress: reset retry budgets and the ACK timer.
+    pub(super) fn progress(&mut self, env: &Env<'_>, cfg: &QpConfig) {
+        self.retry_left = cfg.retry_cnt;
+        self.rnr_left = cfg.rnr_retry;
+        self.last_rewind = None;
+        self.retry_deadline = if self.outstanding() {
+            Some(env.now_us.saturating_add(cfg.timeout_us))
+        } else {
+            None
+        };
+    }
+
+    /// Pop the oldest WQE and report it.
+    pub(super) fn complete_front(&mut self, env: &mut Env<'_>, cfg: &QpConfig, status: WcStatus) {
+        let Some(w) = self.q.pop() else { return };
+        self.send_rel = self.send_rel.saturating_sub(1);
+        self.error = self.error.and_then(|(i, s)| Some((i.checked_sub(1)?, s)));
+        if w.started {
+            let end = w.first_psn.add(w.npkts);
+            if end.after(self.comp_psn) {
+                self.comp_psn = end;
+            }
+        }
+        if status != WcStatus::Success || w.wr.signaled {
+            env.cq.send_completion(&wc(cfg, &w.wr, status));
+        }
+    }
+
+    /// Complete every WQE: the failed one with its error, the rest flushed.
+    pub(crate) fn flush(&mut self, env: &mut Env<'_>, cfg: &QpConfig) {
+        for i in 0..N {
+            let Some(w) = self.q.pop() else { break };
+            let status = match self.error {
+                Some((j, s)) if j == i => s,
+                _ => WcStatus::WrFlushErr,
+            };
+            env.cq.send_completion(&wc(cfg, &w.wr, status));
+        }
+        self.error = None;
+        self.send_rel = 0;
+        self.send_off = 0;
+        self.comp_psn = self.next_psn;
+        self.retry_deadline = None;
+        self.rnr_deadline = None;
+    }
+
+    /// May the WQE at `send_rel` be started now?
+    fn may_start(&self, cfg: &QpConfig, w: &SendWqe) -> bool {
+        let rd = (0..self.send_rel)
+            .filter_map(|i| self.q.get(i))
+            .filter(|x| x.wr.op.is_read_or_atomic())
+            .count();
+        if w.wr.fence && rd > 0 {
+            return false;
+        }
+        if w.wr.op.is_read_or_atomic() && rd >= usize::from(cfg.max_rd_atomic) {
+            return false;
+        }
+        true
+    }
+
+    /// Transmit at most one request packet.
+    pub(crate) fn poll_tx(&mut self, env: &mut Env<'_>, cfg: &QpConfig) -> Tx {
+        if self.rnr_deadline.is_some() {
+            return Tx::Idle;
+        }
+        let Some(mut w) = self.q.get(self.send_rel).copied() else {
+            return Tx::Idle;
+        };
+        if self.next_psn.since(self.comp_psn) >= cfg.max_inflight_pkts {
+            return Tx::Idle;
+        }
+        if !w.started {
+            if !self.may_start(cfg, &w) {
+                return Tx::Idle;
+            }
+            w.first_psn = self.next_psn;
+            w.started = true;
+            if let Some(slot) = self.q.get_mut(self.send_rel) {
+                *slot = w;
+            }
+        }
+        let pkt_idx = self.send_off.checked_div(cfg.mtu).unwrap_or(0);
+        let psn = w.first_psn.add(pkt_idx);
+        let (hdr, payload_len, last) = request_headers(cfg, &w, self.send_off, pkt_idx, psn);
+        let Ok(len) = hdr.packet_len(payload_len as usize) else {
+            return self.local_error(WcStatus::LocQpOpErr);
+        };
+        let Some(buf) = env.tx.buffer(len) else {
+            return Tx::Idle;
+        };
+        let Ok(off) = hdr.emit(buf, payload_len as usize) else {
+            return self.local_error(WcStatus::LocQpOpErr);
+        };
+        if payload_len > 0 {
+            let va = w.wr.sge.addr.wrapping_add(u64::from(self.send_off));
+            let dst = buf.get_mut(off..off.saturating_add(payload_len as usize));
+            let ok = dst.is_some_and(|d| {
+                env.mem
+                    .read(w.wr.sge.lkey, va, d, Access::LocalRead)
+                    .is_ok()
+            });
+            if !ok {
+                return self.local_error(WcStatus::LocProtErr);
+            }
+        }
+        env.tx.commit();
+        if last {
+            self.send_rel = self.send_rel.saturating_add(1);
+            self.send_off = 0;
+            self.next_psn = w.first_psn.add(w.npkts);
+        } else {
+            self.send_off = self.send_off.saturating_add(cfg.mtu);
+            self.next_psn = psn.next();
+        }
+        if self.retry_deadline.is_none() {
+            self.retry_deadline = Some(env.now_us.saturating_add(cfg.timeout_us));
+        }
+        Tx::Sent
+    }
+
+    fn local_error(&mut self, status: WcStatus) -> Tx {
+        self.error = Some((self.send_rel, status));
+        Tx::Fatal
+    }
+}
+
+/// Build a completion for `wr`.
+pub(crate) fn wc(cfg: &QpConfig, wr: &SendWr, status: WcStatus) -> WorkCompletion {
+    WorkCompletion {
+        wr_id: wr.wr_id,
+        status,
+        opcode: wr.op.wc_opcode(),
+        byte_len: wr.sge.length,
+        imm: None,
+        invalidated_rkey: None,
+        qpn: cfg.qpn,
+    }
+}
+
+/// Headers of packet `pkt_idx` of `w` (starting at byte `off`), the payload
+/// length, and whether it is the WQE's last request packet.
+fn request_headers(
+    cfg: &QpConfig,
+    w: &SendWqe,
+    off: u32,
+    pkt_idx: u32,
+    psn: Psn,
+) -> (Headers, u32, bool) {
+    let wr = &w.wr;
+    let len = wr.sge.length;
+    let mut h = Headers::new(BthRepr {
+        pkey: cfg.pkey,
+        dest_qpn: cfg.dest_qpn,
+        psn,
+        ..BthRepr::default()
+    });
+    let remote_va = wr.remote_addr.wrapping_add(u64::from(off));
+    let atomic = |swap_add, compare| AtomicEthRepr {
+        va: wr.remote_addr,
+        rkey: wr.rkey,
+        swap_add,
+        compare,
+    };
+    let (opcode, payload, last) = match wr.op {
+        WrOp::Read => {
+            h.reth = Some(RethRepr {
+                va: remote_va,
+                rkey: wr.rkey,
+                len: len.saturating_sub(off),
+            });
+            (rc::RDMA_READ_REQUEST, 0, true)
+        }
+        WrOp::CmpSwap { compare, swap } => {
+            h.atomic = Some(atomic(swap, compare));
+            (rc::COMPARE_SWAP, 0, true)
+        }
+        WrOp::FetchAdd { add } => {
+            h.atomic = Some(atomic(add, 0));
+            (rc::FETCH_ADD, 0, true)
+        }
+        op => {
+            let first = pkt_idx == 0;
+            let last = pkt_idx.saturating_add(1) >= w.npkts;
+            let payload = len.saturating_sub(off).min(cfg.mtu);
+            let is_write = matches!(op, WrOp::Write | WrOp::WriteWithImm(_));
+            if is_write && first {
+                h.reth = Some(RethRepr {
+                    va: wr.remote_addr,
+                    rkey: wr.rkey,
+                    len,
+                });
+            }
+            // Position within the message: 0 first, 1 middle, 2 last, 3 only.
+            let pos = match (first, last) {
+                (true, false) => 0,
+                (false, false) => 1,
+                (false, true) => 2,
+                (true, true) => 3,
+            };
+            let base = if is_write {
+                [
+                    rc::RDMA_WRITE_FIRST,
+                    rc::RDMA_WRITE_MIDDLE,
+                    rc::RDMA_WRITE_LAST,
+                    rc::RDMA_WRITE_ONLY,
+                ]
+            } else {
+                [
+                    rc::SEND_FIRST,
+                    rc::SEND_MIDDLE,
+                    rc::SEND_LAST,
+                    rc::SEND_ONLY,
+                ]
+            };
+            let mut opcode = base.get(pos).copied().unwrap_or(rc::SEND_ONLY);
+            if last {
+                match op {
+                    WrOp::SendWithImm(imm) | WrOp::WriteWithImm(imm) => {
+                        // The *_WITH_IMMEDIATE opcodes follow LAST/ONLY.
+                        opcode = opcode.wrapping_add(1);
+                        h.imm = Some(imm);
+                    }
+                    WrOp::SendWithInv(rkey) => {
+                        opcode = if first {
+                            rc::SEND_ONLY_WITH_INVALIDATE
+                        } else {
+                            rc::SEND_LAST_WITH_INVALIDATE
+                        };
+                        h.ieth = Some(rkey);
+                    }
+                    _ => {}
+                }
+                h.bth.solicited = wr.solicited;
+            }
+            (opcode, payload, last)
+        }
+    };
+    h.bth.opcode = opcode;
+    h.bth.ack_req = last;
+    (h, payload, last)
+}

@@ -1,0 +1,567 @@
+//! The responder: checks PSNs, detects duplicates, executes SEND, WRITE,
+//! READ and atomic requests through [`MemoryAccess`], consumes receive
+//! WQEs, and queues ACKs, NAKs, READ responses and atomic ACKs.
+//!
+//! [`MemoryAccess`]: crate::proto::env::MemoryAccess
+
+use super::requester::npkts;
+use super::ring::Ring;
+use super::{Counters, QpConfig, QpError, QpState};
+use crate::proto::env::{Access, AtomicOp, Env};
+use crate::proto::headers::{AethRepr, BthRepr};
+use crate::proto::opcode::{mask, rc};
+use crate::proto::packet::{Headers, Packet};
+use crate::proto::psn::{Credits, Msn, NakCode, Syndrome};
+use crate::proto::verbs::{RecvWr, WcOpcode, WcStatus, WorkCompletion};
+use crate::proto::Psn;
+
+/// A response waiting to be transmitted.
+#[derive(Debug, Clone, Copy)]
+enum Response {
+    /// ACK, RNR NAK or NAK.
+    Ack {
+        psn: Psn,
+        syndrome: Syndrome,
+        msn: Msn,
+    },
+    /// Result of an atomic (fresh or replayed from history).
+    AtomicAck { psn: Psn, orig: u64, msn: Msn },
+    /// READ response stream; `psn` is the next packet's PSN.
+    Read {
+        psn: Psn,
+        va: u64,
+        rkey: u32,
+        remaining: u32,
+        first: bool,
+        msn: Msn,
+    },
+}
+
+/// The multi-packet message currently being received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InMsg {
+    None,
+    Send {
+        off: u32,
+    },
+    Write {
+        va: u64,
+        rkey: u32,
+        off: u32,
+        len: u32,
+    },
+}
+
+/// Responder state of a QP (receive side).
+#[derive(Debug)]
+pub(crate) struct Responder<const RQ: usize, const RD: usize> {
+    rq: Ring<RecvWr, RQ>,
+    /// Error status for the receive WQE at the head when flushing.
+    rq_error: Option<WcStatus>,
+    epsn: Psn,
+    msn: Msn,
+    cur: InMsg,
+    /// A sequence-error NAK was sent and the expected PSN has not arrived.
+    nak_sent: bool,
+    resp_q: Ring<Response, RD>,
+    /// Recently executed atomics, for replaying duplicates.
+    atomics: Ring<(Psn, u64), RD>,
+}
+
+/// Does the incoming packet need a response slot that is not available?
+fn no_room<const RD: usize>(q: &Ring<Response, RD>) -> bool {
+    // Keep one slot for an ACK/NAK behind every READ/atomic response.
+    q.free() < 2
+}
+
+impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
+    pub(crate) fn new(cfg: &QpConfig) -> Self {
+        Responder {
+            rq: Ring::new(),
+            rq_error: None,
+            epsn: Psn::new(cfg.rq_psn),
+            msn: Msn::new(0),
+            cur: InMsg::None,
+            nak_sent: false,
+            resp_q: Ring::new(),
+            atomics: Ring::new(),
+        }
+    }
+
+    pub(crate) fn post(
+        &mut self,
+        env: &mut Env<'_>,
+        cfg: &QpConfig,
+        state: QpState,
+        wr: RecvWr,
+    ) -> Result<(), QpError> {
+        if state == QpState::Error {
+            env.cq
+                .recv_completion(&recv_wc(cfg, &wr, WcStatus::WrFlushErr));
+            return Ok(());
+        }
+        self.rq.push(wr).map_err(|_| QpError::QueueFull)
+    }
+
+    pub(crate) fn is_idle(&self) -> bool {
+        self.resp_q.is_empty()
+    }
+
+    /// Flush all receive WQEs. Queued responses (e.g. the NAK that caused
+    /// the error) are still transmitted.
+    pub(crate) fn flush(&mut self, env: &mut Env<'_>, cfg: &QpConfig) {
+        for _ in 0..RQ {
+            let Some(wr) = self.rq.pop() else { break };
+            let status = self.rq_error.take().unwrap_or(WcStatus::WrFlushErr);
+            env.cq.recv_completion(&recv_wc(cfg, &wr, status));
+        }
+        self.cur = InMsg::None;
+    }
+
+    fn queue_ack(&mut self, psn: Psn, syndrome: Syndrome) {
+        let ack = Response::Ack {
+            psn,
+            syndrome,
+            msn: self.msn,
+        };
+        if let Syndrome::Ack(_) = syndrome {
+            if let Some(
+                last @ Response::Ack {
+                    syndrome: Syndrome::Ack(_),
+                    ..
+                },
+            ) = self.resp_q.back_mut()
+            {
+                // Coalesce: a newer ACK covers an older one.
+                *last = ack;
+                return;
+            }
+        }
+        let _ = self.resp_q.push(ack);
+    }
+
+    fn fatal(&mut self, ctr: &mut Counters, psn: Psn, code: NakCode) -> bool {
+        ctr.naks_sent = ctr.naks_sent.wrapping_add(1);
+        self.queue_ack(psn, Syndrome::Nak(code));
+        true
+    }
+
+    /// Handle a request packet. Returns true if the QP must enter the
+    /// error state.
+    pub(crate) fn on_request(
+        &mut self,
+        env: &mut Env<'_>,
+        cfg: &QpConfig,
+        state: QpState,
+        ctr: &mut Counters,
+        pkt: &Packet<'_>,
+    ) -> bool {
+        if state == QpState::Error {
+            ctr.rx_dropped = ctr.rx_dropped.wrapping_add(1);
+            return false;
+        }
+        let psn = pkt.hdr.bth.psn;
+        let d = psn.diff(self.epsn);
+        if d > 0 {
+            ctr.seq_errors = ctr.seq_errors.wrapping_add(1);
+            if !self.nak_sent {
+                self.nak_sent = true;
+                self.queue_ack(self.epsn, Syndrome::Nak(NakCode::PsnSeqError));
+            }
+            return false;
+        }
+        if d < 0 {
+            ctr.duplicates = ctr.duplicates.wrapping_add(1);
+            self.duplicate(env, cfg, pkt);
+            return false;
+        }
+        let info = pkt.info;
+        // Opcode sequence: a message in progress must be continued by the
+        // same operation; otherwise a new message must start.
+        let seq_ok = match self.cur {
+            InMsg::None => info.is_first(),
+            InMsg::Send { .. } => info.has(mask::SEND) && !info.is_first(),
+            InMsg::Write { .. } => info.has(mask::WRITE) && !info.is_first(),
+        };
+        let plen = u32::try_from(pkt.payload.len()).unwrap_or(u32::MAX);
+        let len_ok = if info.is_last() {
+            plen <= cfg.mtu
+        } else {
+            plen == cfg.mtu
+        };
+        if !seq_ok || !len_ok {
+            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+        }
+        if info.has(mask::RWR) && self.rq.is_empty() {
+            ctr.rnr_naks_sent = ctr.rnr_naks_sent.wrapping_add(1);
+            self.nak_sent = false;
+            self.queue_ack(psn, Syndrome::RnrNak(cfg.min_rnr_timer));
+            return false;
+        }
+        if (info.has(mask::READ) || info.has(mask::ATOMIC)) && no_room(&self.resp_q) {
+            ctr.resp_queue_full = ctr.resp_queue_full.wrapping_add(1);
+            return false;
+        }
+        self.nak_sent = false;
+        if info.has(mask::SEND) {
+            self.send(env, cfg, ctr, pkt, plen)
+        } else if info.has(mask::WRITE) {
+            self.write(env, cfg, ctr, pkt, plen)
+        } else if info.has(mask::READ) {
+            self.read(env, cfg, ctr, pkt)
+        } else if info.has(mask::ATOMIC) {
+            self.atomic(env, ctr, pkt)
+        } else {
+            self.fatal(ctr, psn, NakCode::InvalidRequest)
+        }
+    }
+
+    fn ack_if_needed(&mut self, pkt: &Packet<'_>) {
+        if pkt.info.is_last() || pkt.hdr.bth.ack_req {
+            self.queue_ack(pkt.hdr.bth.psn, Syndrome::Ack(Credits::UNLIMITED));
+        }
+    }
+
+    fn send(
+        &mut self,
+        env: &mut Env<'_>,
+        cfg: &QpConfig,
+        ctr: &mut Counters,
+        pkt: &Packet<'_>,
+        plen: u32,
+    ) -> bool {
+        let psn = pkt.hdr.bth.psn;
+        let Some(wqe) = self.rq.front().copied() else {
+            // A message in progress always holds a receive WQE.
+            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+        };
+        let off = match self.cur {
+            InMsg::Send { off } => off,
+            _ => 0,
+        };
+        let end = off.saturating_add(plen);
+        if end > wqe.sge.length {
+            self.rq_error = Some(WcStatus::LocLenErr);
+            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+        }
+        let va = wqe.sge.addr.wrapping_add(u64::from(off));
+        if plen > 0
+            && env
+                .mem
+                .write(wqe.sge.lkey, va, pkt.payload, Access::LocalWrite)
+                .is_err()
+        {
+            self.rq_error = Some(WcStatus::LocProtErr);
+            return self.fatal(ctr, psn, NakCode::RemoteOpError);
+        }
+        self.epsn = psn.next();
+        if pkt.info.is_last() {
+            if let Some(rkey) = pkt.hdr.ieth {
+                let _ = env.mem.invalidate(rkey);
+            }
+            let mut wc = recv_wc(cfg, &wqe, WcStatus::Success);
+            wc.byte_len = end;
+            wc.imm = pkt.hdr.imm;
+            wc.invalidated_rkey = pkt.hdr.ieth;
+            let _ = self.rq.pop();
+            env.cq.recv_completion(&wc);
+            self.msn = self.msn.next();
+            self.cur = InMsg::None;
+        } else {
+            self.cur = InMsg::Send { off: end };
+        }
+        self.ack_if_needed(pkt);
+        false
+    }
+
+    fn write(
+        &mut self,
+        env: &mut Env<'_>,
+        cfg: &QpConfig,
+        ctr: &mut Counters,
+        pkt: &Packet<'_>,
+        plen: u32,
+    ) -> bool {
+        let psn = pkt.hdr.bth.psn;
+        let (va, rkey, off, len) = match (self.cur, pkt.hdr.reth) {
+            (InMsg::Write { va, rkey, off, len }, _) => (va, rkey, off, len),
+            (InMsg::None, Some(r)) => {
+                if env
+                    .mem
+                    .check(r.rkey, r.va, r.len, Access::RemoteWrite)
+                    .is_err()
+                {
+                    return self.fatal(ctr, psn, NakCode::RemoteAccessError);
+                }
+                (r.va, r.rkey, 0, r.len)
+            }
+            _ => return self.fatal(ctr, psn, NakCode::InvalidRequest),
+        };
+        let end = off.saturating_add(plen);
+        if end > len || (pkt.info.is_last() && end != len) {
+            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+        }
+        let dst = va.wrapping_add(u64::from(off));
+        if plen > 0
+            && env
+                .mem
+                .write(rkey, dst, pkt.payload, Access::RemoteWrite)
+                .is_err()
+        {
+            return self.fatal(ctr, psn, NakCode::RemoteAccessError);
+        }
+        self.epsn = psn.next();
+        if pkt.info.is_last() {
+            let wqe = pkt.hdr.imm.and_then(|imm| Some((imm, self.rq.pop()?)));
+            if let Some((imm, wqe)) = wqe {
+                let mut wc = recv_wc(cfg, &wqe, WcStatus::Success);
+                wc.opcode = WcOpcode::RecvRdmaWithImm;
+                wc.byte_len = len;
+                wc.imm = Some(imm);
+                env.cq.recv_completion(&wc);
+            }
+            self.msn = self.msn.next();
+            self.cur = InMsg::None;
+        } else {
+            self.cur = InMsg::Write {
+                va,
+                rkey,
+                off: end,
+                len,
+            };
+        }
+        self.ack_if_needed(pkt);
+        false
+    }
+
+    fn read(
+        &mut self,
+        env: &mut Env<'_>,
+        cfg: &QpConfig,
+        ctr: &mut Counters,
+        pkt: &Packet<'_>,
+    ) -> bool {
+        let psn = pkt.hdr.bth.psn;
+        let Some(r) = pkt.hdr.reth else {
+            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+        };
+        if env
+            .mem
+            .check(r.rkey, r.va, r.len, Access::RemoteRead)
+            .is_err()
+        {
+            return self.fatal(ctr, psn, NakCode::RemoteAccessError);
+        }
+        self.msn = self.msn.next();
+        self.epsn = psn.add(npkts(r.len, cfg.mtu));
+        let _ = self.resp_q.push(Response::Read {
+            psn,
+            va: r.va,
+            rkey: r.rkey,
+            remaining: r.len,
+            first: true,
+            msn: self.msn,
+        });
+        false
+    }
+
+    fn atomic(&mut self, env: &mut Env<'_>, ctr: &mut Counters, pkt: &Packet<'_>) -> bool {
+        let psn = pkt.hdr.bth.psn;
+        let Some(a) = pkt.hdr.atomic else {
+            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+        };
+        if a.va & 7 != 0 {
+            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+        }
+        let op = if pkt.hdr.bth.opcode == rc::COMPARE_SWAP {
+            AtomicOp::CmpSwap {
+                compare: a.compare,
+                swap: a.swap_add,
+            }
+        } else {
+            AtomicOp::FetchAdd { add: a.swap_add }
+        };
+        let Ok(orig) = env.mem.atomic(a.rkey, a.va, op) else {
+            return self.fatal(ctr, psn, NakCode::RemoteAccessError);
+        };
+        self.msn = self.msn.next();
+        self.epsn = psn.next();
+        self.atomics.push_overwrite((psn, orig));
+        let _ = self.resp_q.push(Response::AtomicAck {
+            psn,
+            orig,
+            msn: self.msn,
+        });
+        false
+    }
+
+    /// A request with a PSN before the expected one: replay READ data,
+    /// replay atomic results from history, re-ACK everything else.
+    fn duplicate(&mut self, env: &mut Env<'_>, cfg: &QpConfig, pkt: &Packet<'_>) {
+        let psn = pkt.hdr.bth.psn;
+        if no_room(&self.resp_q) {
+            return;
+        }
+        if pkt.info.has(mask::READ) {
+            let Some(r) = pkt.hdr.reth else { return };
+            let in_range = psn.add(npkts(r.len, cfg.mtu)).since(psn) <= self.epsn.since(psn);
+            if !in_range
+                || env
+                    .mem
+                    .check(r.rkey, r.va, r.len, Access::RemoteRead)
+                    .is_err()
+            {
+                return;
+            }
+            let _ = self.resp_q.push(Response::Read {
+                psn,
+                va: r.va,
+                rkey: r.rkey,
+                remaining: r.len,
+                first: true,
+                msn: self.msn,
+            });
+        } else if pkt.info.has(mask::ATOMIC) {
+            if let Some(&(_, orig)) = self.atomics.iter().find(|(p, _)| *p == psn) {
+                let _ = self.resp_q.push(Response::AtomicAck {
+                    psn,
+                    orig,
+                    msn: self.msn,
+                });
+            }
+        } else {
+            self.queue_ack(self.epsn.sub(1), Syndrome::Ack(Credits::UNLIMITED));
+        }
+    }
+
+    /// Transmit at most one queued response. Returns true if one was sent.
+    pub(crate) fn poll_tx(&mut self, env: &mut Env<'_>, cfg: &QpConfig) -> bool {
+        let Some(r) = self.resp_q.front().copied() else {
+            return false;
+        };
+        let bth = |opcode, psn| BthRepr {
+            opcode,
+            pkey: cfg.pkey,
+            dest_qpn: cfg.dest_qpn,
+            psn,
+            ..BthRepr::default()
+        };
+        let ok_aeth = |msn| AethRepr {
+            syndrome: Syndrome::Ack(Credits::UNLIMITED),
+            msn,
+        };
+        match r {
+            Response::Ack { psn, syndrome, msn } => {
+                let mut h = Headers::new(bth(rc::ACKNOWLEDGE, psn));
+                h.aeth = Some(AethRepr { syndrome, msn });
+                if transmit(env, &h, None) != Sent::Yes {
+                    return false;
+                }
+                let _ = self.resp_q.pop();
+            }
+            Response::AtomicAck { psn, orig, msn } => {
+                let mut h = Headers::new(bth(rc::ATOMIC_ACKNOWLEDGE, psn));
+                h.aeth = Some(ok_aeth(msn));
+                h.atomic_ack = Some(orig);
+                if transmit(env, &h, None) != Sent::Yes {
+                    return false;
+                }
+                let _ = self.resp_q.pop();
+            }
+            Response::Read {
+                psn,
+                va,
+                rkey,
+                remaining,
+                first,
+                msn,
+            } => {
+                let plen = remaining.min(cfg.mtu);
+                let last = remaining <= cfg.mtu;
+                let opcode = match (first, last) {
+                    (true, true) => rc::RDMA_READ_RESPONSE_ONLY,
+                    (true, false) => rc::RDMA_READ_RESPONSE_FIRST,
+                    (false, false) => rc::RDMA_READ_RESPONSE_MIDDLE,
+                    (false, true) => rc::RDMA_READ_RESPONSE_LAST,
+                };
+                let mut h = Headers::new(bth(opcode, psn));
+                if first || last {
+                    h.aeth = Some(ok_aeth(msn));
+                }
+                match transmit(env, &h, Some((rkey, va, plen))) {
+                    Sent::Yes => {}
+                    Sent::Busy => return false,
+                    Sent::Dropped => {
+                        // The region vanished under a queued READ: drop the
+                        // response; the requester times out and retries.
+                        let _ = self.resp_q.pop();
+                        return true;
+                    }
+                }
+                if last {
+                    let _ = self.resp_q.pop();
+                } else if let Some(Response::Read {
+                    psn: p,
+                    va: v,
+                    remaining: rem,
+                    first: f,
+                    ..
+                }) = self.resp_q.front_mut()
+                {
+                    *p = psn.next();
+                    *v = va.wrapping_add(u64::from(plen));
+                    *rem = remaining.saturating_sub(plen);
+                    *f = false;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Result of [`transmit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    Yes,
+    /// No transmit buffer; try again later.
+    Busy,
+    /// The packet cannot be built (memory error); give up on it.
+    Dropped,
+}
+
+/// Emit `h` with an optional payload read from remote memory
+/// (`rkey`, `va`, `len`).
+fn transmit(env: &mut Env<'_>, h: &Headers, payload: Option<(u32, u64, u32)>) -> Sent {
+    let plen = payload.map_or(0, |(_, _, l)| l as usize);
+    let Ok(len) = h.packet_len(plen) else {
+        return Sent::Dropped;
+    };
+    let Some(buf) = env.tx.buffer(len) else {
+        return Sent::Busy;
+    };
+    let Ok(off) = h.emit(buf, plen) else {
+        return Sent::Dropped;
+    };
+    if let Some((rkey, va, _)) = payload {
+        let Some(dst) = buf.get_mut(off..off.saturating_add(plen)) else {
+            return Sent::Dropped;
+        };
+        if !dst.is_empty() && env.mem.read(rkey, va, dst, Access::RemoteRead).is_err() {
+            return Sent::Dropped;
+        }
+    }
+    env.tx.commit();
+    Sent::Yes
+}
+
+fn recv_wc(cfg: &QpConfig, wr: &RecvWr, status: WcStatus) -> WorkCompletion {
+    WorkCompletion {
+        wr_id: wr.wr_id,
+        status,
+        opcode: WcOpcode::Recv,
+        byte_len: 0,
+        imm: None,
+        invalidated_rkey: None,
+        qpn: cfg.qpn,
+    }
+}

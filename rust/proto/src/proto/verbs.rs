@@ -1,0 +1,190 @@
+//! Work requests and work completions, with the numeric codes of
+//! `enum ib_wc_status` / `enum ibv_wc_status` and `enum ib_wc_opcode`.
+
+/// Work completion status; values equal `enum ib_wc_status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum WcStatus {
+    /// IB_WC_SUCCESS.
+    Success = 0,
+    /// IB_WC_LOC_LEN_ERR: message longer than the receive buffer.
+    LocLenErr = 1,
+    /// IB_WC_LOC_QP_OP_ERR: invalid work request.
+    LocQpOpErr = 2,
+    /// IB_WC_LOC_EEC_OP_ERR.
+    LocEecOpErr = 3,
+    /// IB_WC_LOC_PROT_ERR: local key or bounds violation.
+    LocProtErr = 4,
+    /// IB_WC_WR_FLUSH_ERR: flushed because the QP is in the error state.
+    WrFlushErr = 5,
+    /// IB_WC_MW_BIND_ERR.
+    MwBindErr = 6,
+    /// IB_WC_BAD_RESP_ERR: unexpected response from the responder.
+    BadRespErr = 7,
+    /// IB_WC_LOC_ACCESS_ERR.
+    LocAccessErr = 8,
+    /// IB_WC_REM_INV_REQ_ERR: responder NAKed with "invalid request".
+    RemInvReqErr = 9,
+    /// IB_WC_REM_ACCESS_ERR: responder NAKed with "remote access error".
+    RemAccessErr = 10,
+    /// IB_WC_REM_OP_ERR: responder NAKed with "remote operational error".
+    RemOpErr = 11,
+    /// IB_WC_RETRY_EXC_ERR: transport retry counter exceeded.
+    RetryExcErr = 12,
+    /// IB_WC_RNR_RETRY_EXC_ERR: RNR retry counter exceeded.
+    RnrRetryExcErr = 13,
+    /// IB_WC_LOC_RDD_VIOL_ERR.
+    LocRddViolErr = 14,
+    /// IB_WC_REM_INV_RD_REQ_ERR.
+    RemInvRdReqErr = 15,
+    /// IB_WC_REM_ABORT_ERR.
+    RemAbortErr = 16,
+    /// IB_WC_INV_EECN_ERR.
+    InvEecnErr = 17,
+    /// IB_WC_INV_EEC_STATE_ERR.
+    InvEecStateErr = 18,
+    /// IB_WC_FATAL_ERR.
+    FatalErr = 19,
+    /// IB_WC_RESP_TIMEOUT_ERR.
+    RespTimeoutErr = 20,
+    /// IB_WC_GENERAL_ERR.
+    GeneralErr = 21,
+}
+
+/// Work completion opcode; values equal `enum ib_wc_opcode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum WcOpcode {
+    /// IB_WC_SEND.
+    Send = 0,
+    /// IB_WC_RDMA_WRITE.
+    RdmaWrite = 1,
+    /// IB_WC_RDMA_READ.
+    RdmaRead = 2,
+    /// IB_WC_COMP_SWAP.
+    CompSwap = 3,
+    /// IB_WC_FETCH_ADD.
+    FetchAdd = 4,
+    /// IB_WC_RECV.
+    Recv = 128,
+    /// IB_WC_RECV_RDMA_WITH_IMM.
+    RecvRdmaWithImm = 129,
+}
+
+/// Operation of a send work request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WrOp {
+    /// SEND.
+    Send,
+    /// SEND with immediate data.
+    SendWithImm(u32),
+    /// SEND with invalidate of the given remote key.
+    SendWithInv(u32),
+    /// RDMA WRITE.
+    Write,
+    /// RDMA WRITE with immediate data (consumes a receive WQE).
+    WriteWithImm(u32),
+    /// RDMA READ.
+    Read,
+    /// 64-bit compare and swap.
+    CmpSwap {
+        /// Value compared with the remote word.
+        compare: u64,
+        /// Value stored if equal.
+        swap: u64,
+    },
+    /// 64-bit fetch and add.
+    FetchAdd {
+        /// Value added to the remote word.
+        add: u64,
+    },
+}
+
+impl WrOp {
+    /// True for RDMA READ and the atomics (they need responder resources).
+    pub const fn is_read_or_atomic(self) -> bool {
+        matches!(
+            self,
+            WrOp::Read | WrOp::CmpSwap { .. } | WrOp::FetchAdd { .. }
+        )
+    }
+    /// True for the atomics.
+    pub const fn is_atomic(self) -> bool {
+        matches!(self, WrOp::CmpSwap { .. } | WrOp::FetchAdd { .. })
+    }
+    /// True for operations carrying a payload from requester to responder.
+    pub const fn is_send_or_write(self) -> bool {
+        !self.is_read_or_atomic()
+    }
+    /// Completion opcode reported for this operation.
+    pub const fn wc_opcode(self) -> WcOpcode {
+        match self {
+            WrOp::Send | WrOp::SendWithImm(_) | WrOp::SendWithInv(_) => WcOpcode::Send,
+            WrOp::Write | WrOp::WriteWithImm(_) => WcOpcode::RdmaWrite,
+            WrOp::Read => WcOpcode::RdmaRead,
+            WrOp::CmpSwap { .. } => WcOpcode::CompSwap,
+            WrOp::FetchAdd { .. } => WcOpcode::FetchAdd,
+        }
+    }
+}
+
+/// A scatter/gather element: local memory named by `lkey`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Sge {
+    /// Local virtual address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub length: u32,
+    /// Local key.
+    pub lkey: u32,
+}
+
+/// A send work request (single SGE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SendWr {
+    /// Caller's identifier, returned in the completion.
+    pub wr_id: u64,
+    /// Operation.
+    pub op: WrOp,
+    /// Local buffer: source of SEND/WRITE data, destination of READ data
+    /// or of the 8-byte original value of an atomic.
+    pub sge: Sge,
+    /// Remote address (WRITE, READ, atomics).
+    pub remote_addr: u64,
+    /// Remote key (WRITE, READ, atomics).
+    pub rkey: u32,
+    /// Generate a completion on success (errors always complete).
+    pub signaled: bool,
+    /// Wait for all earlier READs and atomics to complete before starting.
+    pub fence: bool,
+    /// Set the solicited-event bit on the last packet.
+    pub solicited: bool,
+}
+
+/// A receive work request (single SGE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct RecvWr {
+    /// Caller's identifier, returned in the completion.
+    pub wr_id: u64,
+    /// Receive buffer.
+    pub sge: Sge,
+}
+
+/// A work completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WorkCompletion {
+    /// `wr_id` of the completed request.
+    pub wr_id: u64,
+    /// Status.
+    pub status: WcStatus,
+    /// Opcode.
+    pub opcode: WcOpcode,
+    /// Bytes transferred (receives, READ).
+    pub byte_len: u32,
+    /// Immediate data, if any.
+    pub imm: Option<u32>,
+    /// Remote key invalidated by SEND_WITH_INV, if any.
+    pub invalidated_rkey: Option<u32>,
+    /// Local QP number.
+    pub qpn: u32,
+}

@@ -1,0 +1,344 @@
+//! Deterministic simulation harness: two RC QPs over a simulated lossy
+//! link and clock, all driven by one u64 seed.
+
+#![allow(dead_code)]
+
+use rrxe_proto::icrc;
+use rrxe_proto::*;
+
+/// SplitMix64: tiny, fast, good enough for test scheduling.
+#[derive(Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x005e_ed0f_2024_cafe)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in 0..n (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    /// True with probability `ppm` parts per million.
+    pub fn chance(&mut self, ppm: u64) -> bool {
+        self.below(1_000_000) < ppm
+    }
+}
+
+pub struct Region {
+    pub key: u32,
+    pub base: u64,
+    pub data: Vec<u8>,
+    pub remote: bool,
+}
+
+/// Memory regions of one node.
+#[derive(Default)]
+pub struct SimMem {
+    pub regions: Vec<Region>,
+    pub atomics_executed: u64,
+}
+
+impl SimMem {
+    pub fn add(&mut self, key: u32, base: u64, data: Vec<u8>, remote: bool) {
+        self.regions.push(Region {
+            key,
+            base,
+            data,
+            remote,
+        });
+    }
+    fn find(&mut self, key: u32, va: u64, len: u64, access: Access) -> Result<&mut [u8], MemError> {
+        let r = self
+            .regions
+            .iter_mut()
+            .find(|r| r.key == key)
+            .ok_or(MemError::BadKey)?;
+        let remote = matches!(
+            access,
+            Access::RemoteRead | Access::RemoteWrite | Access::RemoteAtomic
+        );
+        if remote && !r.remote {
+            return Err(MemError::AccessDenied);
+        }
+        let off = va.checked_sub(r.base).ok_or(MemError::OutOfRange)?;
+        let end = off.checked_add(len).ok_or(MemError::OutOfRange)?;
+        if end > r.data.len() as u64 {
+            return Err(MemError::OutOfRange);
+        }
+        Ok(&mut r.data[off as usize..end as usize])
+    }
+    pub fn slice(&mut self, key: u32, va: u64, len: usize) -> Vec<u8> {
+        self.find(key, va, len as u64, Access::LocalRead)
+            .unwrap()
+            .to_vec()
+    }
+}
+
+impl MemoryAccess for SimMem {
+    fn check(&mut self, key: u32, va: u64, len: u32, access: Access) -> Result<(), MemError> {
+        self.find(key, va, len.into(), access).map(|_| ())
+    }
+    fn read(&mut self, key: u32, va: u64, buf: &mut [u8], access: Access) -> Result<(), MemError> {
+        buf.copy_from_slice(self.find(key, va, buf.len() as u64, access)?);
+        Ok(())
+    }
+    fn write(&mut self, key: u32, va: u64, data: &[u8], access: Access) -> Result<(), MemError> {
+        self.find(key, va, data.len() as u64, access)?
+            .copy_from_slice(data);
+        Ok(())
+    }
+    fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError> {
+        let w = self.find(rkey, va, 8, Access::RemoteAtomic)?;
+        let old = u64::from_ne_bytes(w[..8].try_into().unwrap());
+        let new = match op {
+            AtomicOp::CmpSwap { compare, swap } => {
+                if old == compare {
+                    swap
+                } else {
+                    old
+                }
+            }
+            AtomicOp::FetchAdd { add } => old.wrapping_add(add),
+        };
+        w.copy_from_slice(&new.to_ne_bytes());
+        self.atomics_executed += 1;
+        Ok(old)
+    }
+}
+
+#[derive(Default)]
+pub struct SimTx {
+    scratch: Vec<u8>,
+    pub out: Vec<Vec<u8>>,
+}
+
+impl TxSink for SimTx {
+    fn buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        self.scratch.clear();
+        self.scratch.resize(len, 0xee);
+        Some(&mut self.scratch)
+    }
+    fn commit(&mut self) {
+        self.out.push(std::mem::take(&mut self.scratch));
+    }
+}
+
+#[derive(Default)]
+pub struct SimCq {
+    pub send: Vec<WorkCompletion>,
+    pub recv: Vec<WorkCompletion>,
+}
+
+impl CompletionSink for SimCq {
+    fn send_completion(&mut self, wc: &WorkCompletion) {
+        self.send.push(*wc);
+    }
+    fn recv_completion(&mut self, wc: &WorkCompletion) {
+        self.recv.push(*wc);
+    }
+}
+
+pub type SimQp = Qp<16, 16, 8>;
+
+pub struct Node {
+    pub qp: SimQp,
+    pub mem: SimMem,
+    pub tx: SimTx,
+    pub cq: SimCq,
+}
+
+impl Node {
+    pub fn new(cfg: QpConfig) -> Self {
+        Node {
+            qp: SimQp::new(cfg).unwrap(),
+            mem: SimMem::default(),
+            tx: SimTx::default(),
+            cq: SimCq::default(),
+        }
+    }
+    /// Run `f` with an [`Env`] over this node's parts.
+    pub fn with<R>(&mut self, now: u64, f: impl FnOnce(&mut SimQp, &mut Env<'_>) -> R) -> R {
+        let Node { qp, mem, tx, cq } = self;
+        let mut env = Env {
+            now_us: now,
+            mem,
+            tx,
+            cq,
+        };
+        f(qp, &mut env)
+    }
+}
+
+/// Fault model of the link, in parts per million per packet.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Faults {
+    pub loss: u64,
+    pub dup: u64,
+    pub corrupt: u64,
+    /// Extra random delay up to this many microseconds (reordering).
+    pub jitter_us: u64,
+}
+
+#[derive(Default, Debug)]
+pub struct LinkStats {
+    pub sent: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub corrupted: u64,
+    pub icrc_dropped: u64,
+    pub corrupted_masked_ok: u64,
+    pub parse_dropped: u64,
+}
+
+struct InFlight {
+    at: u64,
+    seq: u64,
+    to: usize,
+    frame: Vec<u8>,
+    /// Byte offset of an injected corruption, if any.
+    corrupt_at: Option<usize>,
+}
+
+/// Byte offsets of an IPv4 RoCE frame that the ICRC masks.
+fn masked(off: usize) -> bool {
+    matches!(off, 1 | 8 | 10 | 11 | 26 | 27 | 32)
+}
+
+pub struct Sim {
+    pub rng: Rng,
+    pub now: u64,
+    pub nodes: [Node; 2],
+    pub faults: Faults,
+    /// Drop every packet (dead link) while true.
+    pub blackhole: bool,
+    flight: Vec<InFlight>,
+    seq: u64,
+    pub stats: LinkStats,
+}
+
+impl Sim {
+    pub fn new(seed: u64, a: QpConfig, b: QpConfig, faults: Faults) -> Self {
+        Sim {
+            rng: Rng::new(seed),
+            now: 0,
+            nodes: [Node::new(a), Node::new(b)],
+            faults,
+            blackhole: false,
+            flight: Vec::new(),
+            seq: 0,
+            stats: LinkStats::default(),
+        }
+    }
+
+    fn wrap(from: usize, udp_payload: &[u8]) -> Vec<u8> {
+        let udp_len = 8 + udp_payload.len();
+        let mut f = vec![0u8; 20 + udp_len];
+        f[0] = 0x45;
+        f[2..4].copy_from_slice(&((20 + udp_len) as u16).to_be_bytes());
+        f[8] = 64;
+        f[9] = 17;
+        f[12..16].copy_from_slice(&[10, 0, 0, 1 + from as u8]);
+        f[16..20].copy_from_slice(&[10, 0, 0, 2 - from as u8]);
+        f[20..22].copy_from_slice(&0xc000u16.to_be_bytes());
+        f[22..24].copy_from_slice(&ROCE_V2_PORT.to_be_bytes());
+        f[24..26].copy_from_slice(&(udp_len as u16).to_be_bytes());
+        f[28..].copy_from_slice(udp_payload);
+        icrc::fill_ip_packet(&mut SoftCrc32, &mut f).unwrap();
+        f
+    }
+
+    /// Move transmitted packets onto the link, applying faults.
+    fn pump(&mut self) {
+        for from in 0..2 {
+            let now = self.now;
+            self.nodes[from].with(now, |qp, env| qp.poll_tx(env, 32));
+            let out = std::mem::take(&mut self.nodes[from].tx.out);
+            for p in out {
+                self.stats.sent += 1;
+                if self.blackhole || self.rng.chance(self.faults.loss) {
+                    self.stats.lost += 1;
+                    continue;
+                }
+                let copies = if self.rng.chance(self.faults.dup) {
+                    self.stats.duplicated += 1;
+                    2
+                } else {
+                    1
+                };
+                for _ in 0..copies {
+                    let mut frame = Self::wrap(from, &p);
+                    let mut corrupt_at = None;
+                    if self.rng.chance(self.faults.corrupt) {
+                        let off = self.rng.below(frame.len() as u64) as usize;
+                        frame[off] ^= 1 + self.rng.below(255) as u8;
+                        corrupt_at = Some(off);
+                        self.stats.corrupted += 1;
+                    }
+                    let at = self.now + 5 + self.rng.below(self.faults.jitter_us + 1);
+                    self.seq += 1;
+                    self.flight.push(InFlight {
+                        at,
+                        seq: self.seq,
+                        to: 1 - from,
+                        frame,
+                        corrupt_at,
+                    });
+                }
+            }
+        }
+    }
+
+    fn deliver(&mut self, f: InFlight) {
+        if icrc::verify_ip_packet(&mut SoftCrc32, &f.frame).is_err() {
+            self.stats.icrc_dropped += 1;
+            return;
+        }
+        if let Some(off) = f.corrupt_at {
+            assert!(masked(off), "corruption at byte {off} passed the ICRC");
+            self.stats.corrupted_masked_ok += 1;
+        }
+        let Ok(pkt) = parse(&f.frame[28..]) else {
+            self.stats.parse_dropped += 1;
+            return;
+        };
+        let now = self.now;
+        self.nodes[f.to].with(now, |qp, env| qp.on_packet(env, &pkt));
+    }
+
+    /// Advance to the next event. Returns false when nothing is pending.
+    pub fn step(&mut self) -> bool {
+        self.pump();
+        let next_pkt = self.flight.iter().map(|f| (f.at, f.seq)).min();
+        let next_timer = self.nodes.iter().filter_map(|n| n.qp.next_deadline()).min();
+        let t = match (next_pkt.map(|x| x.0), next_timer) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(t) => t,
+                None => return false,
+            },
+        };
+        self.now = self.now.max(t);
+        if let Some((at, seq)) = next_pkt {
+            if at <= self.now {
+                let i = self.flight.iter().position(|f| f.seq == seq).unwrap();
+                let f = self.flight.swap_remove(i);
+                self.deliver(f);
+                return true;
+            }
+        }
+        let now = self.now;
+        for n in &mut self.nodes {
+            if n.qp.next_deadline().is_some_and(|d| d <= now) {
+                n.with(now, |qp, env| qp.on_timer(env));
+            }
+        }
+        true
+    }
+}

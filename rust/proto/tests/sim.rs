@@ -1,0 +1,688 @@
+//! Deterministic simulation tests of the RC state machines.
+//!
+//! `cargo test -p rrxe-proto --test sim` runs 5000 seeds.
+//! More: `RRXE_SIM_SEEDS=1000000 cargo test --release -p rrxe-proto --test sim sim_many_seeds`.
+//! Replay one: `RRXE_SIM_SEED=1234 cargo test -p rrxe-proto --test sim sim_replay -- --nocapture`.
+
+#[path = "common/simnet.rs"]
+mod simnet;
+
+use rrxe_proto::*;
+use simnet::{Faults, Rng, Sim};
+use std::collections::VecDeque;
+
+const MTU: u32 = 256;
+const A_SRC: (u32, u64) = (0x10, 0x10_0000);
+const A_DST: (u32, u64) = (0x11, 0x20_0000);
+const B_WRITE: (u32, u64) = (0x20, 0x30_0000);
+const B_READ: (u32, u64) = (0x21, 0x40_0000);
+const B_ATOMIC: (u32, u64) = (0x22, 0x50_0000);
+const B_RECV: (u32, u64) = (0x23, 0x60_0000);
+const REGION: usize = 64 * 1024;
+const RECV_SLOT: u32 = 1024;
+const MAX_STEPS: u64 = 400_000;
+
+#[derive(Debug, Clone, Copy)]
+enum Expect {
+    /// Consumes a receive WQE at B; `data` is None for WRITE_WITH_IMM.
+    Send {
+        src: u64,
+        len: u32,
+        imm: Option<u32>,
+        inv: Option<u32>,
+    },
+    Write {
+        src: u64,
+        dst: u64,
+        len: u32,
+        imm: Option<u32>,
+    },
+    Read {
+        src: u64,
+        dst: u64,
+        len: u32,
+    },
+    Atomic {
+        dst: u64,
+        orig: u64,
+    },
+}
+
+fn cfg(qpn: u32, dest: u32, rng: &mut Rng) -> QpConfig {
+    let mut c = QpConfig::new(qpn, dest);
+    c.mtu = MTU;
+    c.timeout_us = 300 + rng.below(500);
+    c.max_inflight_pkts = 8 + rng.below(56) as u32;
+    c.max_rd_atomic = 1 + rng.below(4) as u8;
+    c
+}
+
+fn random_bytes(rng: &mut Rng, n: usize) -> Vec<u8> {
+    (0..n).map(|_| rng.next() as u8).collect()
+}
+
+struct Outcome {
+    steps: u64,
+    completions: usize,
+    retry_exhausted: bool,
+}
+
+/// Run one randomized scenario. Panics (with details) on any violation.
+fn run_seed(seed: u64) -> Outcome {
+    let mut rng = Rng::new(seed);
+    let a_psn = rng.below(1 << 24) as u32;
+    let b_psn = rng.below(1 << 24) as u32;
+    let mut ca = cfg(0x11, 0x22, &mut rng);
+    let mut cb = cfg(0x22, 0x11, &mut rng);
+    ca.sq_psn = a_psn;
+    cb.rq_psn = a_psn;
+    cb.sq_psn = b_psn;
+    ca.rq_psn = b_psn;
+    let faults = if rng.chance(200_000) {
+        Faults::default()
+    } else {
+        Faults {
+            loss: rng.below(30_000),
+            dup: rng.below(20_000),
+            corrupt: rng.below(20_000),
+            jitter_us: rng.below(100),
+        }
+    };
+    let n_wrs = 1 + rng.below(40) as usize;
+    let recv_ppm = [1_000_000, 300_000, 30_000][rng.below(3) as usize];
+    let mut sim = Sim::new(seed, ca, cb, faults);
+    let a_src = random_bytes(&mut rng, REGION);
+    let b_read = random_bytes(&mut rng, REGION);
+    sim.nodes[0].mem.add(A_SRC.0, A_SRC.1, a_src.clone(), false);
+    sim.nodes[0]
+        .mem
+        .add(A_DST.0, A_DST.1, vec![0; REGION], false);
+    sim.nodes[1]
+        .mem
+        .add(B_WRITE.0, B_WRITE.1, vec![0; REGION], true);
+    sim.nodes[1]
+        .mem
+        .add(B_READ.0, B_READ.1, b_read.clone(), true);
+    sim.nodes[1]
+        .mem
+        .add(B_ATOMIC.0, B_ATOMIC.1, vec![0; 16], true);
+    sim.nodes[1]
+        .mem
+        .add(B_RECV.0, B_RECV.1, vec![0; 16 * RECV_SLOT as usize], false);
+
+    // Build the workload and the model of its effects.
+    let (mut fadd, mut cas) = (0u64, 0u64);
+    let (mut a_dst_off, mut b_write_off) = (0u64, 0u64);
+    let mut wrs = VecDeque::new();
+    let mut expects = Vec::new();
+    for id in 0..n_wrs as u64 {
+        let len = match rng.below(4) {
+            0 => rng.below(16) as u32,
+            1 => rng.below(MTU as u64 + 1) as u32,
+            _ => rng.below(3 * MTU as u64 + 50) as u32,
+        };
+        let src = A_SRC.1 + rng.below((REGION - 1024) as u64);
+        let mut wr = SendWr {
+            wr_id: id,
+            op: WrOp::Send,
+            sge: Sge {
+                addr: src,
+                length: len,
+                lkey: A_SRC.0,
+            },
+            remote_addr: 0,
+            rkey: 0,
+            signaled: true,
+            fence: rng.chance(100_000),
+            solicited: false,
+        };
+        let imm = rng.next() as u32;
+        let e = match rng.below(8) {
+            0 | 1 => Expect::Send {
+                src,
+                len,
+                imm: None,
+                inv: None,
+            },
+            2 => {
+                wr.op = WrOp::SendWithImm(imm);
+                Expect::Send {
+                    src,
+                    len,
+                    imm: Some(imm),
+                    inv: None,
+                }
+            }
+            3 => {
+                wr.op = WrOp::SendWithInv(imm);
+                Expect::Send {
+                    src,
+                    len,
+                    imm: None,
+                    inv: Some(imm),
+                }
+            }
+            4 | 5 => {
+                let dst = B_WRITE.1 + b_write_off;
+                b_write_off += u64::from(len);
+                wr.remote_addr = dst;
+                wr.rkey = B_WRITE.0;
+                let imm = if rng.chance(300_000) { Some(imm) } else { None };
+                wr.op = imm.map_or(WrOp::Write, WrOp::WriteWithImm);
+                Expect::Write { src, dst, len, imm }
+            }
+            6 => {
+                let rsrc = B_READ.1 + rng.below((REGION - 1024) as u64);
+                let dst = A_DST.1 + a_dst_off;
+                a_dst_off += u64::from(len);
+                wr.op = WrOp::Read;
+                wr.sge = Sge {
+                    addr: dst,
+                    length: len,
+                    lkey: A_DST.0,
+                };
+                wr.remote_addr = rsrc;
+                wr.rkey = B_READ.0;
+                Expect::Read {
+                    src: rsrc,
+                    dst,
+                    len,
+                }
+            }
+            _ => {
+                let dst = A_DST.1 + a_dst_off;
+                a_dst_off += 8;
+                wr.sge = Sge {
+                    addr: dst,
+                    length: 8,
+                    lkey: A_DST.0,
+                };
+                wr.rkey = B_ATOMIC.0;
+                if rng.chance(500_000) {
+                    let add = rng.below(1000);
+                    wr.op = WrOp::FetchAdd { add };
+                    wr.remote_addr = B_ATOMIC.1;
+                    let orig = fadd;
+                    fadd += add;
+                    Expect::Atomic { dst, orig }
+                } else {
+                    let compare = if rng.chance(800_000) { cas } else { rng.next() };
+                    let swap = rng.next();
+                    wr.op = WrOp::CmpSwap { compare, swap };
+                    wr.remote_addr = B_ATOMIC.1 + 8;
+                    let orig = cas;
+                    if compare == cas {
+                        cas = swap;
+                    }
+                    Expect::Atomic { dst, orig }
+                }
+            }
+        };
+        wrs.push_back(wr);
+        expects.push(e);
+    }
+    let recv_msgs: Vec<(usize, Expect)> = expects
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, Expect::Send { .. } | Expect::Write { imm: Some(_), .. }))
+        .map(|(i, e)| (i, *e))
+        .collect();
+
+    let fail = |msg: String, sim: &Sim| -> ! {
+        panic!(
+            "{msg}\n  t={}us link={:?}\n  A={:?}\n  B={:?}",
+            sim.now,
+            sim.stats,
+            sim.nodes[0].qp.counters(),
+            sim.nodes[1].qp.counters()
+        )
+    };
+
+    let mut recv_posted = 0u64;
+    let mut recv_checked = 0usize;
+    let mut send_checked = 0usize;
+    let mut steps = 0u64;
+    loop {
+        // A posts while its send queue has room.
+        while let Some(wr) = wrs.front().copied() {
+            let now = sim.now;
+            match sim.nodes[0].with(now, |qp, env| qp.post_send(env, wr)) {
+                Ok(()) => {
+                    wrs.pop_front();
+                }
+                Err(QpError::QueueFull) => break,
+                Err(e) => fail(format!("post_send: {e:?}"), &sim),
+            }
+        }
+        // B posts receive buffers, sometimes lazily (to provoke RNR).
+        let idle_b = recv_posted as usize - sim.nodes[1].cq.recv.len();
+        if idle_b < 16 && (recv_posted as usize) < recv_msgs.len() && rng.chance(recv_ppm) {
+            let slot = (recv_posted % 16) as u32;
+            let wr = RecvWr {
+                wr_id: recv_posted,
+                sge: Sge {
+                    addr: B_RECV.1 + u64::from(slot * RECV_SLOT),
+                    length: RECV_SLOT,
+                    lkey: B_RECV.0,
+                },
+            };
+            let now = sim.now;
+            sim.nodes[1]
+                .with(now, |qp, env| qp.post_recv(env, wr))
+                .unwrap();
+            recv_posted += 1;
+        }
+        // Check new completions as they appear.
+        while send_checked < sim.nodes[0].cq.send.len() {
+            let wc = sim.nodes[0].cq.send[send_checked];
+            if wc.wr_id == send_checked as u64
+                && wc.status == WcStatus::RetryExcErr
+                && faults.loss + faults.corrupt > 0
+            {
+                // Legitimate on a lossy link: everything after it must be
+                // flushed, and the run ends here.
+                run_until_quiet(&mut sim);
+                let rest = &sim.nodes[0].cq.send[send_checked + 1..];
+                if rest.len() != n_wrs - send_checked - 1
+                    || rest.iter().any(|w| w.status != WcStatus::WrFlushErr)
+                {
+                    fail(format!("after retry exhaustion: {rest:?}"), &sim);
+                }
+                return Outcome {
+                    steps,
+                    completions: n_wrs,
+                    retry_exhausted: true,
+                };
+            }
+            if wc.wr_id != send_checked as u64 || wc.status != WcStatus::Success {
+                fail(format!("send completion #{send_checked}: {wc:?}"), &sim);
+            }
+            match expects[send_checked] {
+                Expect::Read { src, dst, len } => {
+                    let got = sim.nodes[0].mem.slice(A_DST.0, dst, len as usize);
+                    let off = (src - B_READ.1) as usize;
+                    if got != b_read[off..off + len as usize] {
+                        fail(format!("READ #{send_checked} data mismatch"), &sim);
+                    }
+                }
+                Expect::Atomic { dst, orig } => {
+                    let got = sim.nodes[0].mem.slice(A_DST.0, dst, 8);
+                    if u64::from_ne_bytes(got.try_into().unwrap()) != orig {
+                        fail(
+                            format!("atomic #{send_checked}: wrong original value"),
+                            &sim,
+                        );
+                    }
+                }
+                _ => {}
+            }
+            send_checked += 1;
+        }
+        while recv_checked < sim.nodes[1].cq.recv.len() {
+            let wc = sim.nodes[1].cq.recv[recv_checked];
+            let (idx, e) = recv_msgs[recv_checked];
+            if wc.wr_id != recv_checked as u64 || wc.status != WcStatus::Success {
+                fail(
+                    format!("recv completion #{recv_checked} (WR {idx}): {wc:?}"),
+                    &sim,
+                );
+            }
+            let slot_va = B_RECV.1 + u64::from((recv_checked % 16) as u32 * RECV_SLOT);
+            match e {
+                Expect::Send { src, len, imm, inv } => {
+                    let got = sim.nodes[1].mem.slice(B_RECV.0, slot_va, len as usize);
+                    let off = (src - A_SRC.1) as usize;
+                    let ok = wc.opcode == WcOpcode::Recv
+                        && wc.byte_len == len
+                        && wc.imm == imm
+                        && wc.invalidated_rkey == inv
+                        && got == a_src[off..off + len as usize];
+                    if !ok {
+                        fail(format!("SEND (WR {idx}) delivered wrongly: {wc:?}"), &sim);
+                    }
+                }
+                Expect::Write { len, imm, .. } => {
+                    if wc.opcode != WcOpcode::RecvRdmaWithImm || wc.byte_len != len || wc.imm != imm
+                    {
+                        fail(format!("WRITE_WITH_IMM (WR {idx}): {wc:?}"), &sim);
+                    }
+                }
+                _ => unreachable!(),
+            }
+            recv_checked += 1;
+        }
+        let done = send_checked == n_wrs && recv_checked == recv_msgs.len();
+        let busy = sim.step();
+        if done && !busy {
+            break;
+        }
+        if !busy && wrs.is_empty() && recv_posted as usize == recv_msgs.len() && !done {
+            fail(
+                format!(
+                    "deadlock: {send_checked}/{n_wrs} send, {recv_checked}/{} recv completions",
+                    recv_msgs.len()
+                ),
+                &sim,
+            );
+        }
+        steps += 1;
+        if steps > MAX_STEPS {
+            fail(
+                format!("livelock: {send_checked}/{n_wrs} completions after {steps} steps"),
+                &sim,
+            );
+        }
+    }
+    // Final memory state at B and exactly-once checks.
+    for (i, e) in expects.iter().enumerate() {
+        if let Expect::Write { src, dst, len, .. } = *e {
+            let got = sim.nodes[1].mem.slice(B_WRITE.0, dst, len as usize);
+            let off = (src - A_SRC.1) as usize;
+            if got != a_src[off..off + len as usize] {
+                fail(format!("WRITE #{i} data mismatch"), &sim);
+            }
+        }
+    }
+    let words = sim.nodes[1].mem.slice(B_ATOMIC.0, B_ATOMIC.1, 16);
+    let n_atomic = expects
+        .iter()
+        .filter(|e| matches!(e, Expect::Atomic { .. }))
+        .count() as u64;
+    if u64::from_ne_bytes(words[..8].try_into().unwrap()) != fadd
+        || u64::from_ne_bytes(words[8..].try_into().unwrap()) != cas
+        || sim.nodes[1].mem.atomics_executed != n_atomic
+    {
+        fail(
+            format!(
+                "atomics not executed exactly once ({} executed, {n_atomic} posted)",
+                sim.nodes[1].mem.atomics_executed
+            ),
+            &sim,
+        );
+    }
+    if sim.nodes[0].cq.send.len() != n_wrs || sim.nodes[1].cq.recv.len() != recv_msgs.len() {
+        fail("extra completions".into(), &sim);
+    }
+    if sim.nodes.iter().any(|n| n.qp.state() != QpState::Rts) {
+        fail("QP left RTS".into(), &sim);
+    }
+    Outcome {
+        steps,
+        completions: n_wrs + recv_msgs.len(),
+        retry_exhausted: false,
+    }
+}
+
+fn replay_hint(seed: u64) -> String {
+    format!("RRXE_SIM_SEED={seed} cargo test -p rrxe-proto --test sim sim_replay -- --nocapture")
+}
+
+fn run_seeds(range: std::ops::Range<u64>) {
+    let mut total_steps = 0;
+    let mut total_wcs = 0;
+    let mut exhausted = 0;
+    for seed in range.clone() {
+        match std::panic::catch_unwind(|| run_seed(seed)) {
+            Ok(o) => {
+                total_steps += o.steps;
+                total_wcs += o.completions;
+                exhausted += u64::from(o.retry_exhausted);
+            }
+            Err(_) => panic!(
+                "simulation seed {seed} failed; replay with:\n  {}",
+                replay_hint(seed)
+            ),
+        }
+    }
+    let n = range.end - range.start;
+    eprintln!(
+        "sim: {n} seeds, {total_wcs} completions, {total_steps} steps, {exhausted} retry-exhausted"
+    );
+    // Retry exhaustion is legal on a lossy link but must stay rare.
+    assert!(
+        exhausted * 1000 <= n.max(1000),
+        "too many retry exhaustions: {exhausted}"
+    );
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn sim_many_seeds() {
+    let n = env_u64("RRXE_SIM_SEEDS").unwrap_or(5000);
+    let start = env_u64("RRXE_SIM_SEED_START").unwrap_or(0);
+    run_seeds(start..start + n);
+}
+
+#[test]
+fn sim_replay() {
+    let seed = env_u64("RRXE_SIM_SEED").unwrap_or(1);
+    let o = run_seed(seed);
+    eprintln!(
+        "seed {seed}: ok, {} steps, {} completions",
+        o.steps, o.completions
+    );
+}
+
+#[test]
+#[ignore = "soak: RRXE_SIM_SEEDS=1000000 cargo test --release -p rrxe-proto --test sim -- --ignored"]
+fn sim_soak() {
+    let n = env_u64("RRXE_SIM_SEEDS").unwrap_or(100_000);
+    run_seeds(1 << 32..(1 << 32) + n);
+}
+
+// ---- Targeted error scenarios ----
+
+fn pair(seed: u64, faults: Faults, tweak: impl Fn(&mut QpConfig)) -> Sim {
+    let mut a = QpConfig::new(1, 2);
+    let mut b = QpConfig::new(2, 1);
+    a.mtu = MTU;
+    b.mtu = MTU;
+    tweak(&mut a);
+    tweak(&mut b);
+    let mut sim = Sim::new(seed, a, b, faults);
+    sim.nodes[0]
+        .mem
+        .add(A_SRC.0, A_SRC.1, vec![7; REGION], false);
+    sim.nodes[1]
+        .mem
+        .add(B_RECV.0, B_RECV.1, vec![0; 4096], false);
+    sim.nodes[1]
+        .mem
+        .add(B_WRITE.0, B_WRITE.1, vec![0; 4096], true);
+    sim
+}
+
+fn send(id: u64, len: u32) -> SendWr {
+    SendWr {
+        wr_id: id,
+        op: WrOp::Send,
+        sge: Sge {
+            addr: A_SRC.1,
+            length: len,
+            lkey: A_SRC.0,
+        },
+        remote_addr: 0,
+        rkey: 0,
+        signaled: true,
+        fence: false,
+        solicited: false,
+    }
+}
+
+fn run_until_quiet(sim: &mut Sim) {
+    for _ in 0..MAX_STEPS {
+        if !sim.step() {
+            return;
+        }
+    }
+    panic!("no quiescence");
+}
+
+fn statuses(sim: &Sim, node: usize, recv: bool) -> Vec<WcStatus> {
+    let cq = &sim.nodes[node].cq;
+    (if recv { &cq.recv } else { &cq.send })
+        .iter()
+        .map(|w| w.status)
+        .collect()
+}
+
+fn post(sim: &mut Sim, node: usize, wr: SendWr) {
+    let now = sim.now;
+    sim.nodes[node]
+        .with(now, |qp, env| qp.post_send(env, wr))
+        .unwrap();
+}
+
+fn post_recv(sim: &mut Sim, id: u64, len: u32) {
+    let now = sim.now;
+    let wr = RecvWr {
+        wr_id: id,
+        sge: Sge {
+            addr: B_RECV.1,
+            length: len,
+            lkey: B_RECV.0,
+        },
+    };
+    sim.nodes[1]
+        .with(now, |qp, env| qp.post_recv(env, wr))
+        .unwrap();
+}
+
+#[test]
+fn retry_exhaustion() {
+    for seed in 0..20 {
+        let mut sim = pair(seed, Faults::default(), |c| {
+            c.retry_cnt = 3;
+            c.timeout_us = 1000;
+        });
+        sim.blackhole = true;
+        for id in 0..3 {
+            post(&mut sim, 0, send(id, 600));
+        }
+        run_until_quiet(&mut sim);
+        use WcStatus::*;
+        assert_eq!(
+            statuses(&sim, 0, false),
+            [RetryExcErr, WrFlushErr, WrFlushErr]
+        );
+        assert_eq!(sim.nodes[0].qp.state(), QpState::Error);
+        assert_eq!(sim.nodes[0].qp.counters().timeouts, 4);
+        assert_eq!(sim.now, 4000);
+        // Posting in the error state flushes at once.
+        post(&mut sim, 0, send(9, 1));
+        assert_eq!(sim.nodes[0].cq.send.last().unwrap().status, WrFlushErr);
+    }
+}
+
+#[test]
+fn rnr_exhaustion() {
+    let mut sim = pair(0, Faults::default(), |c| {
+        c.rnr_retry = 2;
+        c.min_rnr_timer = 14; // 1.28 ms
+    });
+    post(&mut sim, 0, send(0, 100));
+    post(&mut sim, 0, send(1, 100));
+    run_until_quiet(&mut sim);
+    use WcStatus::*;
+    assert_eq!(statuses(&sim, 0, false), [RnrRetryExcErr, WrFlushErr]);
+    assert_eq!(sim.nodes[0].qp.counters().rnr_naks_received, 3);
+    assert!(sim.now >= 2 * 1280, "RNR timer honoured");
+    // The responder is not in error: RNR is not fatal for it.
+    assert_eq!(sim.nodes[1].qp.state(), QpState::Rts);
+}
+
+#[test]
+fn rnr_then_recv_posted_succeeds() {
+    let mut sim = pair(0, Faults::default(), |c| c.min_rnr_timer = 14);
+    post(&mut sim, 0, send(0, 700));
+    for _ in 0..20 {
+        sim.step();
+    }
+    assert!(sim.nodes[1].qp.counters().rnr_naks_sent >= 1);
+    post_recv(&mut sim, 0, 4096);
+    run_until_quiet(&mut sim);
+    assert_eq!(statuses(&sim, 0, false), [WcStatus::Success]);
+    assert_eq!(statuses(&sim, 1, true), [WcStatus::Success]);
+    assert_eq!(sim.nodes[1].cq.recv[0].byte_len, 700);
+}
+
+#[test]
+fn remote_access_error() {
+    for seed in 0..50 {
+        let faults = Faults {
+            loss: 20_000,
+            dup: 20_000,
+            corrupt: 20_000,
+            jitter_us: 50,
+        };
+        let mut sim = pair(seed, faults, |_| {});
+        let mut wr = send(0, 300);
+        wr.op = WrOp::Write;
+        wr.remote_addr = B_WRITE.1 + 4000; // runs past the end of the region
+        wr.rkey = B_WRITE.0;
+        post(&mut sim, 0, wr);
+        post(&mut sim, 0, send(1, 10));
+        post_recv(&mut sim, 0, 100);
+        run_until_quiet(&mut sim);
+        use WcStatus::*;
+        assert_eq!(
+            statuses(&sim, 0, false),
+            [RemAccessErr, WrFlushErr],
+            "seed {seed}"
+        );
+        assert_eq!(statuses(&sim, 1, true), [WrFlushErr], "seed {seed}");
+        assert_eq!(sim.nodes[1].qp.state(), QpState::Error);
+    }
+}
+
+#[test]
+fn receive_too_small() {
+    let mut sim = pair(0, Faults::default(), |_| {});
+    post_recv(&mut sim, 0, 100);
+    post(&mut sim, 0, send(0, 300));
+    run_until_quiet(&mut sim);
+    assert_eq!(statuses(&sim, 0, false), [WcStatus::RemInvReqErr]);
+    assert_eq!(statuses(&sim, 1, true), [WcStatus::LocLenErr]);
+}
+
+#[test]
+fn unsignaled_and_fence() {
+    let mut sim = pair(0, Faults::default(), |c| c.max_rd_atomic = 1);
+    sim.nodes[0]
+        .mem
+        .add(A_DST.0, A_DST.1, vec![0; REGION], false);
+    sim.nodes[1].mem.add(
+        B_READ.0,
+        B_READ.1,
+        (0..4096).map(|i| i as u8).collect(),
+        true,
+    );
+    let mut r = send(0, 1000);
+    r.op = WrOp::Read;
+    r.sge = Sge {
+        addr: A_DST.1,
+        length: 1000,
+        lkey: A_DST.0,
+    };
+    r.remote_addr = B_READ.1;
+    r.rkey = B_READ.0;
+    post(&mut sim, 0, r);
+    let mut w = send(1, 50);
+    w.op = WrOp::Write;
+    w.remote_addr = B_WRITE.1;
+    w.rkey = B_WRITE.0;
+    w.fence = true;
+    w.signaled = false;
+    post(&mut sim, 0, w);
+    run_until_quiet(&mut sim);
+    let wcs = &sim.nodes[0].cq.send;
+    assert_eq!(wcs.len(), 1, "unsignaled success is silent");
+    assert_eq!(wcs[0].opcode, WcOpcode::RdmaRead);
+    assert_eq!(
+        sim.nodes[0].mem.slice(A_DST.0, A_DST.1, 1000),
+        (0..1000).map(|i| i as u8).collect::<Vec<_>>()
+    );
+}
