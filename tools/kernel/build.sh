@@ -48,7 +48,17 @@ MAKEVARS=(LLVM=-19 RUSTC=/usr/bin/rustc RUST_LIB_SRC=/usr/lib/rustlib/src/rust/l
 key=$( { echo "$version"; cat "${fragments[@]}"; /usr/bin/rustc --version; clang-19 --version | head -1;
          bindgen --version; echo "${MAKEVARS[*]}"; } | sha256sum | cut -c1-16)
 out="$cache/kernel/$variant-$version-$key"
+install_modules() {
+    # modules_install for the guest (rdma_rxe.ko and its dependencies).
+    if [ ! -f "$out/modinstall/.done" ]; then
+        rm -rf "$out/modinstall"
+        make -s -C "$src" O="$out" "${MAKEVARS[@]}" INSTALL_MOD_PATH="$out/modinstall" \
+            INSTALL_MOD_STRIP=1 DEPMOD=/sbin/depmod modules_install
+        touch "$out/modinstall/.done"
+    fi
+}
 if [ -f "$out/.built" ]; then
+    install_modules
     log "cached: $out"
     echo "$out"; exit 0
 fi
@@ -73,5 +83,6 @@ for f in "${fragments[@]}"; do
 done
 make -s -C "$src" O="$out" "${MAKEVARS[@]}" -j"$(( $(nproc) + 1 ))" bzImage modules
 touch "$out/.built"
+install_modules
 log "built $out"
 echo "$out"

@@ -16,3 +16,17 @@
 
 /* Size and layout probes, compared against the Rust view at load time. */
 size_t rrxe_sizeof_ib_device(void);
+
+/* Static inlines of ib_verbs.h and netdevice.h, wrapped in rrxe_shims.c. */
+bool rrxe_ib_device_try_get(struct ib_device *dev);
+struct net_device *rrxe_netdev_notifier_info_to_dev(void *info);
+bool rrxe_netif_running(const struct net_device *ndev);
+bool rrxe_netif_carrier_ok(const struct net_device *ndev);
+unsigned int rrxe_netdev_mtu(const struct net_device *ndev);
+const unsigned char *rrxe_netdev_addr(const struct net_device *ndev);
+int rrxe_netdev_ifindex(const struct net_device *ndev);
+void rrxe_dev_hold(struct net_device *ndev);
+void rrxe_dev_put(struct net_device *ndev);
+unsigned long rrxe_copy_from_user(void *to, const void __user *from, unsigned long n);
+unsigned long rrxe_copy_to_user(void __user *to, const void *from, unsigned long n);
+bool rrxe_user_buffer_is_zero(const void __user *p, size_t len);

@@ -3,45 +3,79 @@
 //! rrxe: a soft-RoCE v2 (RDMA over Converged Ethernet) driver.
 //!
 //! The driver proper is policy on top of two layers it mounts by path:
-//! [`rdma`], the safe abstractions over ib_core, and [`proto`], the
+//! [`rdma`], the safe abstractions over ib_core, and `proto`, the
 //! `unsafe`-free protocol core that is also tested on the host.
+//!
+//! `rdma link add NAME type rrxe netdev DEV` creates a device; it goes away
+//! with `rdma link delete`, when its net device is unregistered, or on `rmmod`.
 
 use kernel::prelude::*;
 
 #[path = "../../../../rust/rdma/mod.rs"]
 pub mod rdma;
 
+mod device;
+mod params;
+mod verbs;
+
+use rdma::{
+    link::{LinkHandler, LinkRegistration},
+    netdev::{NetDevice, NetdevNotifier},
+};
+
 module! {
-    type: Rrxe,
+    type: RrxeModule,
     name: "rrxe",
     authors: ["The rrxe developers"],
     description: "Soft RoCE v2 driver in Rust",
     license: "GPL",
+    alias: ["rdma-link-rrxe"],
+}
+
+/// The rrxe driver: its devices are `Device<Rrxe>`.
+pub struct Rrxe;
+
+impl LinkHandler for Rrxe {
+    const TYPE: &'static CStr = c"rrxe";
+
+    fn newlink(name: &CStr, netdev: &NetDevice) -> Result {
+        device::add(name, netdev)
+    }
 }
 
 /// Module state: alive between `insmod` and `rmmod`.
-struct Rrxe;
+struct RrxeModule {
+    link: Pin<KBox<LinkRegistration<Rrxe>>>,
+    notifier: Option<Pin<KBox<NetdevNotifier<device::NetdevEvents>>>>,
+}
 
-impl kernel::Module for Rrxe {
+impl kernel::Module for RrxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         // SAFETY: `rrxe_sizeof_ib_device` is a C shim with no preconditions.
         let c_size = unsafe { rdma::bindings::rrxe_sizeof_ib_device() };
         let rust_size = core::mem::size_of::<rdma::bindings::ib_device>();
         if c_size != rust_size {
-            pr_err!("ib_device layout mismatch: C {} bytes, Rust {}\n", c_size, rust_size);
+            pr_err!("rrxe: ib_device layout mismatch: C {} bytes, Rust {}\n", c_size, rust_size);
             return Err(EINVAL);
         }
-        pr_info!(
-            "rrxe: loaded (driver id {}, struct ib_device {} bytes)\n",
-            rdma::bindings::rdma_driver_id_RDMA_DRIVER_RXE,
-            rust_size
-        );
-        Ok(Rrxe)
+        device::init();
+        let notifier = KBox::pin_init(NetdevNotifier::register(device::NetdevEvents), GFP_KERNEL)?;
+        let link = KBox::pin_init(LinkRegistration::<Rrxe>::register(), GFP_KERNEL)?;
+        pr_info!("rrxe: loaded\n");
+        Ok(RrxeModule {
+            link,
+            notifier: Some(notifier),
+        })
     }
 }
 
-impl Drop for Rrxe {
+impl Drop for RrxeModule {
     fn drop(&mut self) {
+        // No new devices from here on, then no more net device events, then
+        // remove what exists.
+        let _ = &self.link;
+        self.notifier = None;
+        device::remove_all();
         pr_info!("rrxe: unloaded\n");
     }
 }

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An rrxe device: one RoCE v2 port over one net device.
+//!
+//! ib_core owns registered devices; rrxe keeps their addresses on a list so
+//! that net device events can find them and `rmmod` can remove them all
+//! (`ib_unregister_driver` cannot be used: upstream rxe shares the driver id).
+//! Port state events are ib_core's job: it follows the net device it was
+//! given with `ib_device_set_netdev`.
+
+use crate::rdma::{
+    device::Device,
+    netdev::{NetDevice, NetdevEvent, NetdevHandler},
+};
+use kernel::{prelude::*, sync::aref::ARef};
+
+kernel::sync::global_lock! {
+    // SAFETY: Initialised in the module initialiser before any device exists.
+    unsafe(uninit) static DEVICES: Mutex<KVec<Entry>> = KVec::new();
+}
+
+/// Initialises the device list; call once from the module initialiser.
+pub(crate) fn init() {
+    // SAFETY: Called exactly once, before any other use of `DEVICES`.
+    unsafe { DEVICES.init() };
+}
+
+/// A registered device and the net device it runs over.
+struct Entry {
+    ib: usize,
+    netdev: usize,
+}
+
+/// Driver data of an rrxe device.
+pub(crate) struct RrxeDev {
+    netdev: ARef<NetDevice>,
+}
+
+impl RrxeDev {
+    /// The net device of port 1.
+    pub(crate) fn netdev(&self) -> &NetDevice {
+        &self.netdev
+    }
+
+    /// Whether the port is up: interface running with carrier.
+    pub(crate) fn port_is_active(&self) -> bool {
+        self.netdev.is_running() && self.netdev.has_carrier()
+    }
+}
+
+/// Creates and registers device `name` over `netdev` (`rdma link add`).
+pub(crate) fn add(name: &CStr, netdev: &NetDevice) -> Result {
+    if DEVICES.lock().iter().any(|e| e.netdev == netdev.as_raw() as usize) {
+        return Err(EEXIST);
+    }
+    let mac = netdev.mac();
+    Device::register(name, netdev, RrxeDev { netdev: netdev.into() }, |setup| {
+        // Modified EUI-64 from the MAC, as for IPv6 interface identifiers.
+        setup.node_guid([mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]]);
+        setup.node_desc(b"rrxe");
+        setup.node_type_ca();
+        setup.allow_user_unregister();
+    })
+}
+
+/// Records a device that has just been registered.
+pub(crate) fn track(dev: &Device<RrxeDev>) -> Result {
+    let entry = Entry {
+        ib: dev.as_raw() as usize,
+        netdev: dev.data().netdev.as_raw() as usize,
+    };
+    DEVICES.lock().push(entry, GFP_KERNEL)?;
+    Ok(())
+}
+
+/// Forgets a device ib_core is about to free.
+pub(crate) fn untrack(dev: &Device<RrxeDev>) {
+    let mut list = DEVICES.lock();
+    if let Some(i) = list.iter().position(|e| e.ib == dev.as_raw() as usize) {
+        let _ = list.remove(i);
+    }
+}
+
+/// Takes a reference to the device over `netdev`, if there is one.
+fn find(netdev: &NetDevice) -> Option<ARef<Device<RrxeDev>>> {
+    let list = DEVICES.lock();
+    let e = list.iter().find(|e| e.netdev == netdev.as_raw() as usize)?;
+    // SAFETY: `untrack` removes the entry under this lock before the device
+    // is freed, so the device's memory is still there.
+    unsafe { Device::try_get(e.ib as *mut _) }
+}
+
+/// Unregisters every rrxe device; waits for ones already going away.
+pub(crate) fn remove_all() {
+    loop {
+        let next = {
+            let list = DEVICES.lock();
+            let Some(e) = list.first() else { break };
+            // SAFETY: As in `find`.
+            unsafe { Device::<RrxeDev>::try_get(e.ib as *mut _) }
+        };
+        match next {
+            Some(dev) => Device::unregister(dev),
+            // Being unregistered elsewhere: wait for `untrack`.
+            // SAFETY: `msleep` has no preconditions.
+            None => unsafe { crate::rdma::bindings::msleep(10) },
+        }
+    }
+}
+
+/// Follows net device events: a vanishing net device takes its device along.
+pub(crate) struct NetdevEvents;
+
+impl NetdevHandler for NetdevEvents {
+    fn event(&self, netdev: &NetDevice, event: NetdevEvent) {
+        if event == NetdevEvent::Unregister {
+            if let Some(dev) = find(netdev) {
+                dev.unregister_queued();
+            }
+        }
+    }
+}

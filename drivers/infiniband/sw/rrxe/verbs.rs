@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The verbs rrxe implements for ib_core.
+
+use crate::{
+    params as p,
+    rdma::{
+        attr::{ib_mtu_for, DeviceAttr, PortAttr, PortImmutable},
+        bindings as b,
+        device::Device,
+        driver::Driver,
+        udata::Udata,
+    },
+    device::RrxeDev,
+};
+use kernel::prelude::*;
+
+/// Driver data of a user context.
+pub(crate) struct Ucontext;
+
+/// Driver data of a protection domain.
+pub(crate) struct Pd;
+
+/// The only port of an rrxe device.
+const PORT: u32 = 1;
+
+fn check_port(port: u32) -> Result {
+    if port == PORT {
+        Ok(())
+    } else {
+        Err(EINVAL)
+    }
+}
+
+#[vtable]
+impl Driver for RrxeDev {
+    type Ucontext = Ucontext;
+    type Pd = Pd;
+
+    const DRIVER_ID: u32 = b::rdma_driver_id_RDMA_DRIVER_RXE;
+    const UVERBS_ABI_VERSION: u32 = p::UVERBS_ABI_VERSION;
+
+    fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr<'_>, udata: &Udata) -> Result {
+        if udata.inlen() != 0 || udata.outlen() != 0 {
+            return Err(EINVAL);
+        }
+        attr.fw_ver = p::FW_VERSION;
+        attr.sys_image_guid = dev.node_guid();
+        attr.vendor_id = p::VENDOR_ID;
+        attr.max_mr_size = p::MAX_MR_SIZE;
+        attr.page_size_cap = p::PAGE_SIZE_CAP;
+        attr.max_qp = p::MAX_QP;
+        attr.max_qp_wr = p::MAX_QP_WR;
+        attr.device_cap_flags = (b::ib_device_cap_flags_IB_DEVICE_BAD_PKEY_CNTR
+            | b::ib_device_cap_flags_IB_DEVICE_BAD_QKEY_CNTR
+            | b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
+            | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
+            | b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
+            | b::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE) as u64;
+        attr.kernel_cap_flags = u64::from(b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
+        attr.max_send_sge = p::MAX_SGE;
+        attr.max_recv_sge = p::MAX_SGE;
+        attr.max_sge_rd = p::MAX_SGE;
+        attr.max_cq = p::MAX_CQ;
+        attr.max_cqe = p::MAX_CQE;
+        attr.max_mr = p::MAX_MR;
+        attr.max_pd = p::MAX_PD;
+        attr.max_qp_rd_atom = p::MAX_QP_RD_ATOM;
+        attr.max_qp_init_rd_atom = p::MAX_QP_RD_ATOM;
+        attr.max_res_rd_atom = p::MAX_RES_RD_ATOM;
+        attr.atomic_cap = b::ib_atomic_cap_IB_ATOMIC_HCA;
+        attr.max_ah = p::MAX_AH;
+        attr.max_srq = p::MAX_SRQ;
+        attr.max_srq_wr = p::MAX_SRQ_WR;
+        attr.max_srq_sge = p::MAX_SRQ_SGE;
+        attr.max_pkeys = p::MAX_PKEYS;
+        attr.local_ca_ack_delay = p::LOCAL_CA_ACK_DELAY;
+        Ok(())
+    }
+
+    fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr<'_>) -> Result {
+        check_port(port)?;
+        let rd = dev.data();
+        let ndev = rd.netdev();
+        attr.gid_tbl_len = p::GID_TABLE_LEN;
+        attr.port_cap_flags = p::PORT_CAP_CM_SUP;
+        attr.max_msg_sz = p::MAX_MSG_SIZE;
+        attr.pkey_tbl_len = p::MAX_PKEYS;
+        attr.max_vl_num = 1;
+        attr.max_mtu = b::ib_mtu_IB_MTU_4096;
+        attr.active_mtu = ndev
+            .mtu()
+            .checked_sub(p::MAX_HDR_LEN)
+            .and_then(ib_mtu_for)
+            .unwrap_or(b::ib_mtu_IB_MTU_256);
+        attr.active_width = b::ib_port_width_IB_WIDTH_1X as u8;
+        attr.active_speed = b::ib_port_speed_IB_SPEED_SDR as u16;
+        if rd.port_is_active() {
+            attr.state = b::ib_port_state_IB_PORT_ACTIVE;
+            attr.phys_state = b::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8;
+        } else {
+            attr.state = b::ib_port_state_IB_PORT_DOWN;
+            attr.phys_state = if ndev.is_running() {
+                b::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING
+            } else {
+                b::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED
+            } as u8;
+        }
+        Ok(())
+    }
+
+    fn get_port_immutable(_dev: &Device<Self>, port: u32, imm: &mut PortImmutable<'_>) -> Result {
+        check_port(port)?;
+        imm.core_cap_flags = b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+        imm.pkey_tbl_len = i32::from(p::MAX_PKEYS);
+        imm.gid_tbl_len = p::GID_TABLE_LEN;
+        imm.max_mad_size = p::MAX_MAD_SIZE;
+        Ok(())
+    }
+
+    fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
+        check_port(port)?;
+        match index {
+            0 => Ok(p::DEFAULT_PKEY),
+            i if i < p::MAX_PKEYS => Ok(0),
+            _ => Err(EINVAL),
+        }
+    }
+
+    fn link_layer_is_ethernet(_dev: &Device<Self>, _port: u32) -> bool {
+        true
+    }
+
+    fn alloc_ucontext(_dev: &Device<Self>, _udata: &mut Udata) -> Result<Ucontext> {
+        Ok(Ucontext)
+    }
+
+    fn alloc_pd(_dev: &Device<Self>, _udata: &mut Udata) -> Result<Pd> {
+        Ok(Pd)
+    }
+
+    fn enable(dev: &Device<Self>) -> Result {
+        crate::device::track(dev)
+    }
+
+    fn release(dev: &Device<Self>) {
+        crate::device::untrack(dev);
+    }
+}

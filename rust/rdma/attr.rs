@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device and port attributes a driver reports to ib_core.
+//!
+//! These are plain-data structures (no pointers), so the driver fills their
+//! fields directly through `DerefMut`.
+
+use super::bindings as b;
+use core::ops::{Deref, DerefMut};
+
+macro_rules! plain_attr {
+    ($(#[$doc:meta])* $name:ident => $raw:ty) => {
+        $(#[$doc])*
+        pub struct $name<'a>(pub(crate) &'a mut $raw);
+
+        impl Deref for $name<'_> {
+            type Target = $raw;
+            fn deref(&self) -> &$raw {
+                self.0
+            }
+        }
+
+        impl DerefMut for $name<'_> {
+            fn deref_mut(&mut self) -> &mut $raw {
+                self.0
+            }
+        }
+    };
+}
+
+plain_attr!(
+    /// Device capabilities (`struct ib_device_attr`), answered by `query_device`.
+    DeviceAttr => b::ib_device_attr
+);
+plain_attr!(
+    /// Port attributes (`struct ib_port_attr`), answered by `query_port`.
+    PortAttr => b::ib_port_attr
+);
+plain_attr!(
+    /// Port data that never changes (`struct ib_port_immutable`).
+    PortImmutable => b::ib_port_immutable
+);
+
+/// Corresponds to the kernel's [`enum ib_mtu`]: the IB MTU that fits `bytes`
+/// of payload, or `None` below 256.
+pub fn ib_mtu_for(bytes: u32) -> Option<u32> {
+    Some(match bytes {
+        4096.. => b::ib_mtu_IB_MTU_4096,
+        2048.. => b::ib_mtu_IB_MTU_2048,
+        1024.. => b::ib_mtu_IB_MTU_1024,
+        512.. => b::ib_mtu_IB_MTU_512,
+        256.. => b::ib_mtu_IB_MTU_256,
+        _ => return None,
+    })
+}
