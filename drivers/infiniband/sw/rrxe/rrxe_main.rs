@@ -55,13 +55,13 @@ impl kernel::Module for RrxeModule {
         let c_size = unsafe { rdma::bindings::rrxe_sizeof_ib_device() };
         let rust_size = core::mem::size_of::<rdma::bindings::ib_device>();
         if c_size != rust_size {
-            pr_err!("rrxe: ib_device layout mismatch: C {} bytes, Rust {}\n", c_size, rust_size);
+            pr_err!("ib_device layout mismatch: C {} bytes, Rust {}\n", c_size, rust_size);
             return Err(EINVAL);
         }
         device::init();
         let notifier = KBox::pin_init(NetdevNotifier::register(device::NetdevEvents), GFP_KERNEL)?;
         let link = KBox::pin_init(LinkRegistration::<Rrxe>::register(), GFP_KERNEL)?;
-        pr_info!("rrxe: loaded\n");
+        pr_info!("loaded\n");
         Ok(RrxeModule {
             link,
             notifier: Some(notifier),
@@ -76,6 +76,6 @@ impl Drop for RrxeModule {
         let _ = &self.link;
         self.notifier = None;
         device::remove_all();
-        pr_info!("rrxe: unloaded\n");
+        pr_info!("unloaded\n");
     }
 }
