@@ -177,6 +177,14 @@ cat > "$stage/etc/hosts" <<'E'
 2001:db8::2	guest-b
 E
 echo 'hosts: files' > "$stage/etc/nsswitch.conf"
+# Login shells (rrxe.shell=1): Debian's busybox-static runs its applets before PATH,
+# so make ip/tc mean iproute2's.
+cat > "$stage/etc/profile" <<'E'
+export PATH=/rrxe/bin:/usr/sbin:/usr/bin:/sbin:/bin
+ip() { /usr/bin/ip "$@"; }
+tc() { /usr/sbin/tc "$@"; }
+PS1='guest-$RRXE_ROLE:\w# '
+E
 sort "$manifest" > "$stage/etc/rrxe-initramfs.manifest"
 install -m 0755 "$here/init" "$stage/init"
 

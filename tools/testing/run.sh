@@ -82,6 +82,7 @@ header() {  # file key default
 }
 
 passed=0 failed=0 unexpected=0
+mkdir -p "$RRXE_OUT/logs/$variant"
 for t in "${tests[@]}"; do
     name=$(basename "$t" .sh)
     topo=$(header "$t" topology single)

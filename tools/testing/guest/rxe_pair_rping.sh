@@ -9,7 +9,7 @@
 load_rxe rxe0
 tx0=$(cat /sys/class/net/eth0/statistics/tx_packets)
 if [ "$RRXE_ROLE" = b ]; then
-    run timeout 150 rping -s -a "$RRXE_IP4" -C 20 -V -v
+    run timeout 150 rping -s -a "$RRXE_IP4" -C 20 -S 1024 -V -v
 else
     wait_for_peer_ping 60
     retry 60 1 rping -c -a "$RRXE_PEER_IP4" -C 20 -S 1024 -V -v > /tmp/rping-client.out 2>&1

@@ -6,7 +6,7 @@
 . "$RRXE_LIB"
 
 load_rxe rxe0
-bg_start rping-server rping -s -a "$RRXE_IP4" -C 20 -V -v
+bg_start rping-server rping -s -a "$RRXE_IP4" -C 20 -S 1024 -V -v
 srv=$BG_PID
 retry 20 0.5 rping -c -a "$RRXE_IP4" -C 20 -S 1024 -V -v > /tmp/rping-client.out 2>&1
 rc=$?

@@ -6,6 +6,11 @@
 
 RRXE_NETDEV=${RRXE_NETDEV:-eth0}
 
+# Debian's busybox-static runs its own applets before anything on PATH (standalone
+# shell): ip and tc must be iproute2's, called by path.
+ip() { /usr/bin/ip "$@"; }
+tc() { /usr/sbin/tc "$@"; }
+
 log() { echo "[$RRXE_TEST/$RRXE_ROLE] $*"; }
 
 # fail MSG: print the reason and end the test with exit status 1.
