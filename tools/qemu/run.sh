@@ -208,7 +208,7 @@ done
 logs=(); for g in "${guests[@]}"; do logs+=("$log_dir/guest-$g.log"); done
 if splats=$("$here/splats.sh" "${logs[@]}"); then :; else
     printf '%s\n' "$splats" >&2
-    first=$(printf '%s\n' "$splats" | head -1 | sed 's/^[^:]*\/guest-\([ab]\)\.log:[0-9]*:/guest \1:/' | cut -c1-160)
+    first=$(printf '%s\n' "$splats" | head -1 | sed 's/^[^:]*\/guest-\([ab]\)\.log:[0-9]*:/guest \1: /' | cut -c1-160)
     reasons+=("kernel splat: $first")
 fi
 [ $shell = 1 ] && exit 0

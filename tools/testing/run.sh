@@ -10,6 +10,8 @@
 #             if every outcome is the expected one (results: $RRXE_OUT/selftest-results.txt)
 #
 # Test script headers:  # topology: single|pair    # timeout: SECONDS (default 300)
+# The debug variant (KASAN, lockdep, kmemleak under TCG) multiplies timeouts by
+# RRXE_TIMEOUT_SCALE (default 4; 1 for normal).
 # Pair tests run the same script in guests A and B ($RRXE_ROLE=a|b); both must pass.
 # Prints "PASS name (Ns)" / "FAIL name (reason; log: path)" per test, appends the
 # same line to $RRXE_OUT/results.txt, exits 1 if any test failed.
@@ -34,7 +36,11 @@ while [ $# -gt 0 ]; do
         *) names+=("$1"); shift ;;
     esac
 done
-case "$variant" in normal|debug) ;; *) die "unknown variant $variant" ;; esac
+case "$variant" in
+    normal) scale=${RRXE_TIMEOUT_SCALE:-1} ;;
+    debug) scale=${RRXE_TIMEOUT_SCALE:-4} ;;
+    *) die "unknown variant $variant" ;;
+esac
 
 if [ $selftest = 1 ]; then
     test_dir=$here/selftest
@@ -86,7 +92,7 @@ mkdir -p "$RRXE_OUT/logs/$variant"
 for t in "${tests[@]}"; do
     name=$(basename "$t" .sh)
     topo=$(header "$t" topology single)
-    tmo=$(header "$t" timeout 300)
+    tmo=$(( $(header "$t" timeout 300) * scale ))
     args=(--test "$name" --timeout "$tmo" --kernel "$kernel_a" --log-dir "$RRXE_OUT/logs/$variant/$name")
     case "$topo" in
         single) ;;
@@ -109,11 +115,14 @@ for t in "${tests[@]}"; do
     else
         reason=${verdict#FAIL }
         [ -n "$reason" ] || reason="runner rc=$rc"
-        line="FAIL $name ($reason; log: $RRXE_OUT/logs/$variant/$name/guest-a.log)"
+        glog=guest-a.log
+        case "$reason" in "guest b"*) glog=guest-b.log ;; esac
+        line="FAIL $name ($reason; log: $RRXE_OUT/logs/$variant/$name/$glog)"
         failed=$((failed + 1))
         got="FAIL $reason"
         # Splat lines and other diagnostics from the QEMU runner.
-        grep -v '^qemu: guest . reached' "$RRXE_OUT/logs/$variant/$name/run.stderr" | sed 's/^/    /' | head -20
+        grep -v -e '^qemu: guest . reached' -e '^initramfs: cached' -e '^kernel: cached' \
+            "$RRXE_OUT/logs/$variant/$name/run.stderr" | sed 's/^/    /' | head -20
     fi
     echo "$line"
     echo "$line" >> "$results"

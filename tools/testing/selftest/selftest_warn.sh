@@ -4,7 +4,7 @@
 # init calls WARN().
 # topology: single
 # timeout: 60
-# expect: FAIL kernel splat: guest a:
+# expect: FAIL kernel splat: guest a: [
 . "$RRXE_LIB"
 run insmod /rrxe/selftest/rrxe_selftest_warn.ko
 run rmmod rrxe_selftest_warn
