@@ -19,8 +19,8 @@ pub enum ParseError {
     BadVersion,
     /// Opcode not in the table (RD, CNP, vendor, reserved...).
     UnknownOpcode,
-    /// Pad count larger than the payload, or padding on a packet that
-    /// carries no payload.
+    /// Pad count larger than the payload, payload plus pad not a multiple
+    /// of four bytes, or padding on a packet that carries no payload.
     BadPad,
     /// Payload bytes on an opcode that carries none.
     UnexpectedPayload,
@@ -218,6 +218,10 @@ pub fn parse(buf: &[u8]) -> Result<Packet<'_>, ParseError> {
     let padded = buf
         .get(info.hdr_len..body_end)
         .ok_or(ParseError::Truncated)?;
+    // Payload plus pad fills whole 4-byte words (all headers do too).
+    if padded.len() & 3 != 0 {
+        return Err(ParseError::BadPad);
+    }
     let pad = usize::from(bth.pad_count);
     let payload_len = padded.len().checked_sub(pad).ok_or(ParseError::BadPad)?;
     if !info.has(mask::PAYLOAD) {
@@ -319,6 +323,9 @@ mod tests {
         let mut b4 = buf;
         b4[0] = 0x15;
         assert_eq!(parse(&b4), Err(ParseError::UnknownOpcode));
+        // Found by the fuzzer: pad count inconsistent with the length.
+        let unaligned = [0, 0, 0, 0, 0x0e, 0, 0x7e, 0, 0, 0, 0, 0, 0x3f, 0, 0, 0, 0];
+        assert_eq!(parse(&unaligned), Err(ParseError::BadPad));
         let mut b5 = buf;
         b5[12] = 0x40;
         assert_eq!(parse(&b5), Err(ParseError::BadSyndrome));
