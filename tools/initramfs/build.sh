@@ -191,5 +191,7 @@ install -m 0755 "$here/init" "$stage/init"
 (cd "$stage" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -6 > "$work/out.cpio.gz"
 cp "$stage/etc/rrxe-initramfs.manifest" "$outdir/base-$key.manifest"
 mv "$work/out.cpio.gz" "$out"
+# Older bases (other keys) untouched for a day go.
+find "$outdir" -maxdepth 1 -name 'base-*' ! -name "base-$key.*" -mtime +1 -delete 2>/dev/null || true
 log "built $out ($(du -sh "$stage" | cut -f1) unpacked, $(du -h "$out" | cut -f1) compressed, $(( $(date +%s) - t0 )) s)"
 echo "$out"

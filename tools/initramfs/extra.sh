@@ -36,7 +36,20 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$out" ] || die "--out FILE is required"
-[ -z "$ko" ] && [ -f "$repo/drivers/infiniband/sw/rrxe/rrxe.ko" ] && ko=$repo/drivers/infiniband/sw/rrxe/rrxe.ko
+default_ko=$repo/drivers/infiniband/sw/rrxe/rrxe.ko
+if [ -z "$ko" ] && [ -f "$default_ko" ]; then
+    ko=$default_ko
+    # The repo's build must be for this guest's kernel (a normal-kernel module in the
+    # debug kernel would load and misbehave): kbuild's .cmd file names the build tree.
+    cmdf=$(dirname "$default_ko")/.rrxe.ko.cmd
+    if [ -n "$kdir" ] && [ -f "$cmdf" ]; then
+        kd_real=$(cd "$kdir" && pwd -P)
+        if ! grep -qF "$kd_real" "$(dirname "$default_ko")"/.rrxe.o.cmd "$cmdf" 2>/dev/null; then
+            log "warning: $default_ko was not built against $kd_real; leaving it out (pass --ko to force)"
+            ko=
+        fi
+    fi
+fi
 
 base=$("$here/build.sh")
 work=$(mktemp -d "${TMPDIR:-/tmp}/rrxe-extra.XXXXXX")

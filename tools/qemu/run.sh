@@ -63,14 +63,15 @@ if [ -z "$kernel_a" ]; then
 fi
 [ -n "$kernel_b" ] || kernel_b=$kernel_a
 [ -n "$ko_b" ] || ko_b=$ko_a
-resolve_kernel() {  # $1 KDIR|bzImage -> "bzImage KDIR-or-empty"
-    if [ -d "$1" ]; then
-        [ -f "$1/arch/x86/boot/bzImage" ] || die "no $1/arch/x86/boot/bzImage"
-        echo "$1/arch/x86/boot/bzImage $1"
+for k in "$kernel_a" "$kernel_b"; do
+    if [ -d "$k" ]; then
+        [ -f "$k/arch/x86/boot/bzImage" ] || die "no $k/arch/x86/boot/bzImage"
     else
-        [ -f "$1" ] || die "no kernel $1"
-        echo "$1 "
+        [ -f "$k" ] || die "no kernel $k (give a KDIR or a bzImage)"
     fi
+done
+resolve_kernel() {  # $1 KDIR|bzImage -> "bzImage KDIR-or-empty"
+    if [ -d "$1" ]; then echo "$1/arch/x86/boot/bzImage $1"; else echo "$1 "; fi
 }
 read -r image_a kdir_a <<< "$(resolve_kernel "$kernel_a")"
 read -r image_b kdir_b <<< "$(resolve_kernel "$kernel_b")"
