@@ -68,6 +68,8 @@ if [ -z "$kernel_a" ]; then
 fi
 # Build the base initramfs once up front (its log would otherwise land in the first test).
 "$repo/tools/initramfs/build.sh" >/dev/null || die "initramfs build failed"
+# Guest test programs (owned by tools/testing/verbs): built into $RRXE_OUT/guest-bin.
+"$repo/tools/testing/verbs/build.sh" || die "building tools/testing/verbs failed"
 
 qemu_extra=()
 [ -n "$kernel_b" ] && qemu_extra+=(--kernel-b "$kernel_b")

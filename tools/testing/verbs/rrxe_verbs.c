@@ -1,0 +1,1414 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rrxe_verbs: control-verb conformance tests for a soft-RoCE device, driven
+ * through the distribution's stock libibverbs and librxe provider.
+ *
+ * usage: rrxe_verbs [-d DEV] [-g GID_INDEX] [-n COUNT] [-v] [-l] [CASE...]
+ *
+ *   -d DEV        device name (default: the first device found)
+ *   -g GID_INDEX  RoCE v2 GID table index to use (default: the first RoCE v2
+ *                 GID holding an IPv4-mapped address, else any RoCE v2 GID)
+ *   -n COUNT      objects created and destroyed by the "objects" case (10000)
+ *   -v            verbose: print what each case checks
+ *   -l            list the cases and exit
+ *   CASE          case names; default: every case except the slow ones
+ *                 ("objects"); "all" runs every case.
+ *
+ * Output is TAP-like: "ok NAME" or "not ok NAME: reason" per case, then
+ * "N passed, N failed". The exit status is 1 if any case failed, 2 on a usage
+ * error. Each case opens its own device context and closes it at the end, so a
+ * failing case cannot leave objects behind for the next one.
+ *
+ * The expected error numbers are those of upstream rdma_rxe with ib_core (the
+ * reference: every case passes on rxe before it is used against rrxe).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <infiniband/verbs.h>
+
+#define PORT 1
+
+struct env {
+	struct ibv_context *ctx;
+	struct ibv_device_attr dev;
+	struct ibv_port_attr port;
+	int gid_index;
+	union ibv_gid gid;
+};
+
+static struct ibv_device *g_dev;
+static int g_gid_arg = -1;
+static long g_count = 10000;
+static int g_verbose;
+static char g_reason[1024];
+
+static void vlog(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!g_verbose)
+		return;
+	va_start(ap, fmt);
+	fputs("# ", stdout);
+	vprintf(fmt, ap);
+	fputc('\n', stdout);
+	va_end(ap);
+}
+
+static const char *errname(int e)
+{
+	static char buf[32];
+
+	switch (e) {
+	case 0: return "0";
+	case EPERM: return "EPERM";
+	case ENOENT: return "ENOENT";
+	case EIO: return "EIO";
+	case EBADF: return "EBADF";
+	case EAGAIN: return "EAGAIN";
+	case ENOMEM: return "ENOMEM";
+	case EACCES: return "EACCES";
+	case EFAULT: return "EFAULT";
+	case EBUSY: return "EBUSY";
+	case EEXIST: return "EEXIST";
+	case ENODEV: return "ENODEV";
+	case EINVAL: return "EINVAL";
+	case ENOSPC: return "ENOSPC";
+	case ERANGE: return "ERANGE";
+	case ENOSYS: return "ENOSYS";
+	case ENODATA: return "ENODATA";
+	case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
+	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case EOVERFLOW: return "EOVERFLOW";
+	case ENXIO: return "ENXIO";
+	case ETIMEDOUT: return "ETIMEDOUT";
+	default:
+		snprintf(buf, sizeof(buf), "errno %d", e);
+		return buf;
+	}
+}
+
+/*
+ * libibverbs calls return 0 or a positive errno; a few provider paths return
+ * -1 with errno set, or a negative errno. Normalise to a positive errno.
+ */
+static int rc_err(int rc)
+{
+	if (rc == -1)
+		return errno ? errno : EIO;
+	return rc < 0 ? -rc : rc;
+}
+
+#define FAIL(...) do { \
+	snprintf(g_reason, sizeof(g_reason), __VA_ARGS__); \
+	goto out; \
+} while (0)
+
+#define CHECK(cond, ...) do { if (!(cond)) FAIL(__VA_ARGS__); } while (0)
+
+/* A verb returning an int must succeed. */
+#define OK(call) do { \
+	int rc_ = (call); \
+	if (rc_) \
+		FAIL("%s failed: %s", #call, errname(rc_err(rc_))); \
+} while (0)
+
+/* A verb returning an int must fail with errno `want`. */
+#define ERR(want, call, what) do { \
+	int rc_ = (call); \
+	if (!rc_) \
+		FAIL("%s: succeeded, expected %s", what, errname(want)); \
+	if (rc_err(rc_) != (want)) \
+		FAIL("%s: got %s, expected %s", what, errname(rc_err(rc_)), errname(want)); \
+	vlog("%s: %s as expected", what, errname(want)); \
+} while (0)
+
+/* A constructor must return non-NULL. */
+#define NEW(var, call) do { \
+	errno = 0; \
+	(var) = (call); \
+	if (!(var)) \
+		FAIL("%s failed: %s", #call, errname(errno)); \
+} while (0)
+
+/*
+ * A constructor must return NULL with errno `want`; an object created anyway
+ * is freed with `destroy`.
+ */
+#define NEW_ERR(want, tmp, call, destroy, what) do { \
+	errno = 0; \
+	(tmp) = (call); \
+	if (tmp) { \
+		destroy(tmp); \
+		(tmp) = NULL; \
+		FAIL("%s: succeeded, expected %s", what, errname(want)); \
+	} \
+	if (errno != (want)) \
+		FAIL("%s: got %s, expected %s", what, errname(errno), errname(want)); \
+	vlog("%s: %s as expected", what, errname(want)); \
+} while (0)
+
+static int destroy_qp_v(struct ibv_qp *qp) { return ibv_destroy_qp(qp); }
+
+/* ------------------------------------------------------------------ */
+/* Environment                                                        */
+/* ------------------------------------------------------------------ */
+
+static int is_v4mapped(const union ibv_gid *g)
+{
+	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return !memcmp(g->raw, pfx, sizeof(pfx));
+}
+
+/* Put `pfx: ` in front of the failure reason of a helper. */
+static void prefix_reason(const char *pfx)
+{
+	char tmp[sizeof(g_reason)];
+
+	snprintf(tmp, sizeof(tmp), "%s", g_reason);
+	snprintf(g_reason, sizeof(g_reason), "%s: %.900s", pfx, tmp);
+}
+
+static const char *gid_str(const union ibv_gid *g)
+{
+	static char buf[INET6_ADDRSTRLEN];
+
+	return inet_ntop(AF_INET6, g->raw, buf, sizeof(buf)) ? buf : "?";
+}
+
+/* Find the RoCE v2 GID to use: -g, else IPv4-mapped RoCE v2, else any RoCE v2. */
+static int find_gid(struct env *e)
+{
+	struct ibv_gid_entry ent;
+	int i, any = -1, v4 = -1;
+
+	if (g_gid_arg >= 0) {
+		if (ibv_query_gid(e->ctx, PORT, g_gid_arg, &e->gid))
+			return -1;
+		e->gid_index = g_gid_arg;
+		return 0;
+	}
+	for (i = 0; i < e->port.gid_tbl_len; i++) {
+		if (ibv_query_gid_ex(e->ctx, PORT, i, &ent, 0))
+			continue;
+		if (ent.gid_type != IBV_GID_TYPE_ROCE_V2)
+			continue;
+		if (any < 0)
+			any = i;
+		if (v4 < 0 && is_v4mapped(&ent.gid))
+			v4 = i;
+	}
+	i = v4 >= 0 ? v4 : any;
+	if (i < 0)
+		return -1;
+	e->gid_index = i;
+	return ibv_query_gid(e->ctx, PORT, i, &e->gid);
+}
+
+static int env_open(struct env *e)
+{
+	memset(e, 0, sizeof(*e));
+	errno = 0;
+	e->ctx = ibv_open_device(g_dev);
+	if (!e->ctx) {
+		snprintf(g_reason, sizeof(g_reason), "ibv_open_device: %s", errname(errno));
+		return -1;
+	}
+	if (ibv_query_device(e->ctx, &e->dev)) {
+		snprintf(g_reason, sizeof(g_reason), "ibv_query_device: %s", errname(errno));
+		return -1;
+	}
+	if (ibv_query_port(e->ctx, PORT, &e->port)) {
+		snprintf(g_reason, sizeof(g_reason), "ibv_query_port: %s", errname(errno));
+		return -1;
+	}
+	if (find_gid(e)) {
+		snprintf(g_reason, sizeof(g_reason), "no RoCE v2 GID on port %d", PORT);
+		return -1;
+	}
+	return 0;
+}
+
+static void env_close(struct env *e)
+{
+	if (e->ctx && ibv_close_device(e->ctx))
+		fprintf(stderr, "ibv_close_device failed: %s\n", errname(errno));
+	e->ctx = NULL;
+}
+
+/* An address vector to the port's own RoCE v2 GID (loopback). */
+static void self_ah_attr(struct env *e, struct ibv_ah_attr *ah)
+{
+	memset(ah, 0, sizeof(*ah));
+	ah->is_global = 1;
+	ah->grh.dgid = e->gid;
+	ah->grh.sgid_index = e->gid_index;
+	ah->grh.hop_limit = 64;
+	ah->port_num = PORT;
+	ah->sl = 0;
+}
+
+static void *page_buf(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memset(p, 0xa5, len);
+	return p;
+}
+
+/* ------------------------------------------------------------------ */
+/* device                                                             */
+/* ------------------------------------------------------------------ */
+
+static int t_device(struct env *e)
+{
+	struct ibv_device_attr_ex dx;
+	struct ibv_port_attr pa, pa2;
+	struct ibv_gid_entry ent;
+	union ibv_gid g;
+	__be16 pkey;
+	int rc = -1;
+
+	CHECK(!strcmp(ibv_get_device_name(e->ctx->device), ibv_get_device_name(g_dev)),
+	      "context device name %s", ibv_get_device_name(e->ctx->device));
+
+	/* ibv_query_device */
+	CHECK(e->dev.phys_port_cnt == 1, "phys_port_cnt %u, expected 1", e->dev.phys_port_cnt);
+	CHECK(e->dev.node_guid != 0, "node_guid is 0");
+	CHECK(e->dev.max_qp > 0 && e->dev.max_cq > 0 && e->dev.max_mr > 0 &&
+	      e->dev.max_pd > 0 && e->dev.max_srq > 0 && e->dev.max_ah > 0,
+	      "zero object limits: qp %d cq %d mr %d pd %d srq %d ah %d",
+	      e->dev.max_qp, e->dev.max_cq, e->dev.max_mr, e->dev.max_pd,
+	      e->dev.max_srq, e->dev.max_ah);
+	CHECK(e->dev.max_qp_wr > 0 && e->dev.max_sge > 0 && e->dev.max_cqe > 0 &&
+	      e->dev.max_srq_wr > 0 && e->dev.max_srq_sge > 0,
+	      "zero queue limits: qp_wr %d sge %d cqe %d srq_wr %d srq_sge %d",
+	      e->dev.max_qp_wr, e->dev.max_sge, e->dev.max_cqe,
+	      e->dev.max_srq_wr, e->dev.max_srq_sge);
+	CHECK(e->dev.max_mr_size > 0, "max_mr_size 0");
+	CHECK(e->dev.device_cap_flags & IBV_DEVICE_SRQ_RESIZE,
+	      "device_cap_flags 0x%x lacks SRQ_RESIZE", e->dev.device_cap_flags);
+	CHECK(e->dev.atomic_cap != IBV_ATOMIC_NONE, "atomic_cap NONE");
+	vlog("max_qp %d max_qp_wr %d max_sge %d max_cqe %d max_srq_wr %d max_srq_sge %d",
+	     e->dev.max_qp, e->dev.max_qp_wr, e->dev.max_sge, e->dev.max_cqe,
+	     e->dev.max_srq_wr, e->dev.max_srq_sge);
+
+	/* ibv_query_device_ex agrees with ibv_query_device */
+	memset(&dx, 0, sizeof(dx));
+	OK(ibv_query_device_ex(e->ctx, NULL, &dx));
+	CHECK(dx.orig_attr.max_qp == e->dev.max_qp && dx.orig_attr.max_cqe == e->dev.max_cqe &&
+	      dx.orig_attr.max_mr_size == e->dev.max_mr_size &&
+	      dx.orig_attr.node_guid == e->dev.node_guid &&
+	      dx.orig_attr.device_cap_flags == e->dev.device_cap_flags,
+	      "ibv_query_device_ex orig_attr differs from ibv_query_device");
+
+	/* ibv_query_port */
+	memset(&pa, 0, sizeof(pa));
+	OK(ibv_query_port(e->ctx, PORT, &pa));
+	CHECK(pa.state == IBV_PORT_ACTIVE, "port state %s", ibv_port_state_str(pa.state));
+	CHECK(pa.link_layer == IBV_LINK_LAYER_ETHERNET, "link_layer %u, expected Ethernet",
+	      pa.link_layer);
+	CHECK(pa.gid_tbl_len > 0, "gid_tbl_len 0");
+	CHECK(pa.pkey_tbl_len > 0, "pkey_tbl_len 0");
+	CHECK(pa.active_mtu >= IBV_MTU_256 && pa.active_mtu <= pa.max_mtu,
+	      "active_mtu %d max_mtu %d", pa.active_mtu, pa.max_mtu);
+	ERR(EINVAL, ibv_query_port(e->ctx, 2, &pa2), "ibv_query_port(port 2)");
+
+	/* ibv_query_gid / ibv_query_gid_ex: the RoCE v2 entry */
+	OK(ibv_query_gid_ex(e->ctx, PORT, e->gid_index, &ent, 0));
+	CHECK(ent.gid_type == IBV_GID_TYPE_ROCE_V2, "GID %d type %u, expected RoCE v2",
+	      e->gid_index, ent.gid_type);
+	CHECK(ent.port_num == PORT && ent.gid_index == (uint32_t)e->gid_index,
+	      "gid entry port %u index %u", ent.port_num, ent.gid_index);
+	CHECK(ent.ndev_ifindex != 0, "RoCE v2 GID has no netdev");
+	OK(ibv_query_gid(e->ctx, PORT, e->gid_index, &g));
+	CHECK(!memcmp(&g, &ent.gid, sizeof(g)), "ibv_query_gid %s differs from ibv_query_gid_ex",
+	      gid_str(&g));
+	memset(&ent, 0, sizeof(ent));
+	CHECK(ibv_query_gid_ex(e->ctx, PORT, pa.gid_tbl_len, &ent, 0) != 0,
+	      "ibv_query_gid_ex(index %d = gid_tbl_len) succeeded: %s type %u index %u ifindex %u",
+	      pa.gid_tbl_len, gid_str(&ent.gid), ent.gid_type, ent.gid_index, ent.ndev_ifindex);
+	vlog("RoCE v2 GID[%d] = %s", e->gid_index, gid_str(&e->gid));
+
+	/* ibv_query_pkey */
+	OK(ibv_query_pkey(e->ctx, PORT, 0, &pkey));
+	CHECK(ntohs(pkey) == 0xffff, "pkey[0] 0x%04x, expected 0xffff", ntohs(pkey));
+	CHECK(ibv_query_pkey(e->ctx, PORT, pa.pkey_tbl_len, &pkey) != 0,
+	      "ibv_query_pkey(index %d = pkey_tbl_len) succeeded", pa.pkey_tbl_len);
+	CHECK(ibv_query_pkey(e->ctx, PORT, 0xffff, &pkey) != 0,
+	      "ibv_query_pkey(index 0xffff) succeeded");
+	rc = 0;
+out:
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* pd                                                                 */
+/* ------------------------------------------------------------------ */
+
+static int t_pd(struct env *e)
+{
+	struct ibv_pd *pd = NULL, *pd2 = NULL;
+	struct ibv_mr *mr = NULL;
+	void *buf = NULL;
+	int rc = -1;
+
+	NEW(pd, ibv_alloc_pd(e->ctx));
+	NEW(pd2, ibv_alloc_pd(e->ctx));
+	CHECK(pd->handle != pd2->handle, "two PDs share handle %u", pd->handle);
+	OK(ibv_dealloc_pd(pd2));
+	pd2 = NULL;
+
+	/* A PD in use by an MR cannot go away. */
+	buf = page_buf(4096);
+	CHECK(buf, "mmap failed");
+	NEW(mr, ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE));
+	ERR(EBUSY, ibv_dealloc_pd(pd), "ibv_dealloc_pd with a live MR");
+	OK(ibv_dereg_mr(mr));
+	mr = NULL;
+	OK(ibv_dealloc_pd(pd));
+	pd = NULL;
+	rc = 0;
+out:
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	if (buf)
+		munmap(buf, 4096);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* mr                                                                 */
+/* ------------------------------------------------------------------ */
+
+static int t_mr(struct env *e)
+{
+	const size_t len = 64 * 1024;
+	const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+		       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+	struct ibv_pd *pd = NULL;
+	struct ibv_mr *mr1 = NULL, *mr2 = NULL, *mr3 = NULL, *tmp = NULL;
+	uint8_t *buf = NULL, *ro = NULL;
+	void *gone;
+	int rc = -1;
+
+	NEW(pd, ibv_alloc_pd(e->ctx));
+	buf = page_buf(len);
+	CHECK(buf, "mmap failed");
+
+	NEW(mr1, ibv_reg_mr(pd, buf, len, rw));
+	CHECK(mr1->addr == buf && mr1->length == len && mr1->pd == pd,
+	      "mr1 addr %p length %zu, expected %p %zu", mr1->addr, mr1->length,
+	      (void *)buf, len);
+	CHECK(mr1->lkey != 0 && mr1->rkey != 0, "mr1 lkey 0x%x rkey 0x%x", mr1->lkey, mr1->rkey);
+
+	/* A second MR over part of the same pages, at an unaligned offset. */
+	NEW(mr2, ibv_reg_mr(pd, buf + 100, 5000, rw));
+	CHECK(mr2->lkey != 0 && mr2->rkey != 0, "mr2 lkey 0x%x rkey 0x%x", mr2->lkey, mr2->rkey);
+	CHECK(mr2->lkey != mr1->lkey && mr2->rkey != mr1->rkey,
+	      "MR keys not distinct: lkey 0x%x/0x%x rkey 0x%x/0x%x",
+	      mr1->lkey, mr2->lkey, mr1->rkey, mr2->rkey);
+	CHECK(mr2->handle != mr1->handle, "two MRs share handle %u", mr1->handle);
+
+	/* Local read only, and each remote right on its own with LOCAL_WRITE. */
+	NEW(mr3, ibv_reg_mr(pd, buf, 4096, 0));
+	CHECK(mr3->lkey != 0 && mr3->lkey != mr1->lkey && mr3->lkey != mr2->lkey,
+	      "mr3 lkey 0x%x", mr3->lkey);
+	OK(ibv_dereg_mr(mr3));
+	mr3 = NULL;
+	NEW(mr3, ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_REMOTE_READ));
+	OK(ibv_dereg_mr(mr3));
+	mr3 = NULL;
+	NEW(mr3, ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+	OK(ibv_dereg_mr(mr3));
+	mr3 = NULL;
+
+	/* Remote write/atomic require local write (IB spec o10-36.2.1). */
+	NEW_ERR(EINVAL, tmp, ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_REMOTE_WRITE),
+		ibv_dereg_mr, "REMOTE_WRITE without LOCAL_WRITE");
+	NEW_ERR(EINVAL, tmp, ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_REMOTE_ATOMIC),
+		ibv_dereg_mr, "REMOTE_ATOMIC without LOCAL_WRITE");
+
+	/* Memory that is not mapped. */
+	gone = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(gone != MAP_FAILED, "mmap failed");
+	munmap(gone, 2 * 4096);
+	NEW_ERR(EFAULT, tmp, ibv_reg_mr(pd, gone, 2 * 4096, IBV_ACCESS_LOCAL_WRITE),
+		ibv_dereg_mr, "MR over unmapped memory");
+
+	/* Read-only memory: fine without write access, EFAULT with it. */
+	ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(ro != MAP_FAILED, "mmap failed");
+	NEW(mr3, ibv_reg_mr(pd, ro, 4096, IBV_ACCESS_REMOTE_READ));
+	OK(ibv_dereg_mr(mr3));
+	mr3 = NULL;
+	NEW_ERR(EFAULT, tmp, ibv_reg_mr(pd, ro, 4096, IBV_ACCESS_LOCAL_WRITE),
+		ibv_dereg_mr, "LOCAL_WRITE MR over read-only memory");
+
+	/* Zero length. */
+	NEW_ERR(EINVAL, tmp, ibv_reg_mr(pd, buf, 0, IBV_ACCESS_LOCAL_WRITE),
+		ibv_dereg_mr, "zero-length MR");
+
+	OK(ibv_dereg_mr(mr2));
+	mr2 = NULL;
+	OK(ibv_dereg_mr(mr1));
+	mr1 = NULL;
+	OK(ibv_dealloc_pd(pd));
+	pd = NULL;
+	rc = 0;
+out:
+	if (mr3)
+		ibv_dereg_mr(mr3);
+	if (mr2)
+		ibv_dereg_mr(mr2);
+	if (mr1)
+		ibv_dereg_mr(mr1);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	if (buf)
+		munmap(buf, len);
+	if (ro && ro != MAP_FAILED)
+		munmap(ro, 4096);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* cq                                                                 */
+/* ------------------------------------------------------------------ */
+
+static int t_cq(struct env *e)
+{
+	struct ibv_cq *cq1 = NULL, *cq100 = NULL, *cqmax = NULL, *tmp = NULL, *chcq = NULL;
+	struct ibv_comp_channel *ch = NULL;
+	struct ibv_wc wc[4];
+	struct pollfd pfd;
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	int rc = -1, n, fl;
+
+	NEW(cq1, ibv_create_cq(e->ctx, 1, NULL, NULL, 0));
+	CHECK(cq1->cqe >= 1, "cqe=1: got %d", cq1->cqe);
+	NEW(cq100, ibv_create_cq(e->ctx, 100, (void *)0x1234, NULL, 0));
+	CHECK(cq100->cqe >= 100, "cqe=100: got %d", cq100->cqe);
+	CHECK(cq100->cq_context == (void *)0x1234, "cq_context not kept");
+	NEW(cqmax, ibv_create_cq(e->ctx, e->dev.max_cqe, NULL, NULL, 0));
+	CHECK(cqmax->cqe >= e->dev.max_cqe, "cqe=max_cqe %d: got %d", e->dev.max_cqe, cqmax->cqe);
+	OK(ibv_destroy_cq(cqmax));
+	cqmax = NULL;
+
+	NEW_ERR(EINVAL, tmp, ibv_create_cq(e->ctx, e->dev.max_cqe + 1, NULL, NULL, 0),
+		ibv_destroy_cq, "cqe = max_cqe + 1");
+	NEW_ERR(EINVAL, tmp, ibv_create_cq(e->ctx, 0, NULL, NULL, 0),
+		ibv_destroy_cq, "cqe = 0");
+	NEW_ERR(EINVAL, tmp, ibv_create_cq(e->ctx, 1, NULL, NULL, e->ctx->num_comp_vectors),
+		ibv_destroy_cq, "comp_vector = num_comp_vectors");
+
+	/* Empty CQs poll empty (librxe reads the ring in user space). */
+	n = ibv_poll_cq(cq100, 4, wc);
+	CHECK(n == 0, "poll on an empty CQ returned %d", n);
+
+	/* Resize bigger, then smaller. */
+	OK(ibv_resize_cq(cq100, 500));
+	CHECK(cq100->cqe >= 500, "resize to 500: cqe %d", cq100->cqe);
+	n = ibv_poll_cq(cq100, 4, wc);
+	CHECK(n == 0, "poll after resize returned %d", n);
+	OK(ibv_resize_cq(cq100, 10));
+	CHECK(cq100->cqe >= 10, "resize to 10: cqe %d", cq100->cqe);
+	n = ibv_poll_cq(cq100, 4, wc);
+	CHECK(n == 0, "poll after resize returned %d", n);
+	ERR(EINVAL, ibv_resize_cq(cq100, e->dev.max_cqe + 1), "resize to max_cqe + 1");
+	CHECK(cq100->cqe >= 10, "failed resize changed cqe to %d", cq100->cqe);
+
+	OK(ibv_req_notify_cq(cq1, 0));
+	OK(ibv_req_notify_cq(cq1, 1));
+
+	/* Completion channel: armed, no traffic, so no event. */
+	NEW(ch, ibv_create_comp_channel(e->ctx));
+	NEW(chcq, ibv_create_cq(e->ctx, 16, NULL, ch, 0));
+	OK(ibv_req_notify_cq(chcq, 0));
+	pfd.fd = ch->fd;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	n = poll(&pfd, 1, 300);
+	CHECK(n == 0, "poll() on the completion channel returned %d (revents 0x%x) with no traffic",
+	      n, pfd.revents);
+	fl = fcntl(ch->fd, F_GETFL);
+	CHECK(fl >= 0 && fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) == 0, "fcntl O_NONBLOCK failed");
+	errno = 0;
+	n = ibv_get_cq_event(ch, &ev_cq, &ev_ctx);
+	CHECK(n != 0, "ibv_get_cq_event returned an event with no traffic");
+	CHECK(errno == EAGAIN, "ibv_get_cq_event: %s, expected EAGAIN", errname(errno));
+	ERR(EBUSY, ibv_destroy_comp_channel(ch), "destroy a channel with a CQ on it");
+	OK(ibv_destroy_cq(chcq));
+	chcq = NULL;
+	OK(ibv_destroy_comp_channel(ch));
+	ch = NULL;
+
+	OK(ibv_destroy_cq(cq100));
+	cq100 = NULL;
+	OK(ibv_destroy_cq(cq1));
+	cq1 = NULL;
+	rc = 0;
+out:
+	if (chcq)
+		ibv_destroy_cq(chcq);
+	if (ch)
+		ibv_destroy_comp_channel(ch);
+	if (cqmax)
+		ibv_destroy_cq(cqmax);
+	if (cq100)
+		ibv_destroy_cq(cq100);
+	if (cq1)
+		ibv_destroy_cq(cq1);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* qp                                                                 */
+/* ------------------------------------------------------------------ */
+
+static void qp_init_attr(struct ibv_cq *cq, enum ibv_qp_type t, struct ibv_srq *srq,
+			 struct ibv_qp_init_attr *ia)
+{
+	memset(ia, 0, sizeof(*ia));
+	ia->send_cq = cq;
+	ia->recv_cq = cq;
+	ia->srq = srq;
+	ia->qp_type = t;
+	ia->cap.max_send_wr = 16;
+	ia->cap.max_recv_wr = srq ? 0 : 16;
+	ia->cap.max_send_sge = 2;
+	ia->cap.max_recv_sge = srq ? 0 : 2;
+	ia->cap.max_inline_data = 64;
+}
+
+static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type t,
+			      struct ibv_srq *srq, struct ibv_qp_init_attr *ia)
+{
+	qp_init_attr(cq, t, srq, ia);
+	return ibv_create_qp(pd, ia);
+}
+
+static const char *qps(int s)
+{
+	static const char *const n[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
+
+	return s >= 0 && s < (int)(sizeof(n) / sizeof(n[0])) ? n[s] : "?";
+}
+
+/* query_qp reports state `want`. */
+#define QSTATE(qp, want) do { \
+	struct ibv_qp_attr qa_; \
+	struct ibv_qp_init_attr qi_; \
+	OK(ibv_query_qp((qp), &qa_, IBV_QP_STATE, &qi_)); \
+	CHECK(qa_.qp_state == (want), "qp 0x%x state %s, expected %s", (qp)->qp_num, \
+	      qps(qa_.qp_state), qps(want)); \
+	CHECK((qp)->state == (want), "qp->state %s, expected %s", qps((qp)->state), qps(want)); \
+} while (0)
+
+static int check_caps(struct ibv_qp *qp, const struct ibv_qp_init_attr *req, int has_srq)
+{
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	int rc = -1;
+
+	OK(ibv_query_qp(qp, &qa, IBV_QP_CAP | IBV_QP_STATE, &qi));
+	CHECK(qa.qp_state == IBV_QPS_RESET, "new QP in state %s", qps(qa.qp_state));
+	CHECK(qi.qp_type == req->qp_type, "init_attr qp_type %d", qi.qp_type);
+	CHECK(qa.cap.max_send_wr >= req->cap.max_send_wr &&
+	      qa.cap.max_send_sge >= req->cap.max_send_sge &&
+	      qa.cap.max_inline_data >= req->cap.max_inline_data,
+	      "send caps wr %u sge %u inline %u < requested %u %u %u",
+	      qa.cap.max_send_wr, qa.cap.max_send_sge, qa.cap.max_inline_data,
+	      req->cap.max_send_wr, req->cap.max_send_sge, req->cap.max_inline_data);
+	if (!has_srq)
+		CHECK(qa.cap.max_recv_wr >= req->cap.max_recv_wr &&
+		      qa.cap.max_recv_sge >= req->cap.max_recv_sge,
+		      "recv caps wr %u sge %u < requested %u %u",
+		      qa.cap.max_recv_wr, qa.cap.max_recv_sge,
+		      req->cap.max_recv_wr, req->cap.max_recv_sge);
+	CHECK(qi.cap.max_send_wr >= req->cap.max_send_wr, "init_attr send_wr %u",
+	      qi.cap.max_send_wr);
+	CHECK(qp->qp_num != 0 && qp->qp_num != 1, "qp_num %u", qp->qp_num);
+	rc = 0;
+out:
+	return rc;
+}
+
+static int to_init(struct ibv_qp *qp, enum ibv_qp_type t)
+{
+	struct ibv_qp_attr a;
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = PORT;
+	if (t == IBV_QPT_UD) {
+		a.qkey = 0x11111111;
+		mask |= IBV_QP_QKEY;
+	} else {
+		a.qp_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+		if (t == IBV_QPT_RC)
+			a.qp_access_flags |= IBV_ACCESS_REMOTE_ATOMIC;
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
+	return ibv_modify_qp(qp, &a, mask);
+}
+
+static int rtr_attr(struct env *e, struct ibv_qp *qp, enum ibv_qp_type t,
+		    struct ibv_qp_attr *a)
+{
+	int mask = IBV_QP_STATE;
+
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTR;
+	if (t == IBV_QPT_UD)
+		return mask;
+	a->path_mtu = IBV_MTU_1024;
+	a->dest_qp_num = qp->qp_num;
+	a->rq_psn = 0x1234;
+	self_ah_attr(e, &a->ah_attr);
+	mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	if (t == IBV_QPT_RC) {
+		a->max_dest_rd_atomic = 4;
+		a->min_rnr_timer = 12;
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	}
+	return mask;
+}
+
+static int rts_attr(enum ibv_qp_type t, struct ibv_qp_attr *a)
+{
+	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTS;
+	a->sq_psn = 0x4321;
+	if (t == IBV_QPT_RC) {
+		a->timeout = 14;
+		a->retry_cnt = 7;
+		a->rnr_retry = 7;
+		a->max_rd_atomic = 4;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	return mask;
+}
+
+/* Walk one QP RESET->INIT->RTR->RTS->ERR->RESET, checking query_qp at each step. */
+static int walk_qp(struct env *e, struct ibv_qp *qp, enum ibv_qp_type t)
+{
+	struct ibv_qp_attr a, q;
+	struct ibv_qp_init_attr qi;
+	int mask, rc = -1;
+	const int all = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS |
+			IBV_QP_QKEY | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN | IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			IBV_QP_MIN_RNR_TIMER | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+
+	QSTATE(qp, IBV_QPS_RESET);
+	OK(to_init(qp, t));
+	memset(&q, 0, sizeof(q));
+	OK(ibv_query_qp(qp, &q, all, &qi));
+	CHECK(q.qp_state == IBV_QPS_INIT, "after INIT: state %s", qps(q.qp_state));
+	CHECK(q.port_num == PORT && q.pkey_index == 0, "INIT: port %u pkey_index %u",
+	      q.port_num, q.pkey_index);
+	if (t == IBV_QPT_UD)
+		CHECK(q.qkey == 0x11111111, "INIT: qkey 0x%x", q.qkey);
+	else
+		CHECK(q.qp_access_flags & IBV_ACCESS_REMOTE_WRITE, "INIT: access 0x%x",
+		      q.qp_access_flags);
+
+	mask = rtr_attr(e, qp, t, &a);
+	OK(ibv_modify_qp(qp, &a, mask));
+	memset(&q, 0, sizeof(q));
+	OK(ibv_query_qp(qp, &q, all, &qi));
+	CHECK(q.qp_state == IBV_QPS_RTR, "after RTR: state %s", qps(q.qp_state));
+	if (t != IBV_QPT_UD) {
+		CHECK(q.path_mtu == IBV_MTU_1024, "RTR: path_mtu %d", q.path_mtu);
+		CHECK(q.dest_qp_num == qp->qp_num, "RTR: dest_qp_num 0x%x, expected 0x%x",
+		      q.dest_qp_num, qp->qp_num);
+		CHECK(q.rq_psn == 0x1234, "RTR: rq_psn 0x%x", q.rq_psn);
+		CHECK(q.ah_attr.is_global && !memcmp(&q.ah_attr.grh.dgid, &e->gid, 16),
+		      "RTR: ah_attr global %d dgid %s", q.ah_attr.is_global,
+		      gid_str(&q.ah_attr.grh.dgid));
+		CHECK(q.ah_attr.grh.sgid_index == e->gid_index, "RTR: sgid_index %u",
+		      q.ah_attr.grh.sgid_index);
+		CHECK(q.ah_attr.port_num == PORT, "RTR: ah port %u", q.ah_attr.port_num);
+	}
+	if (t == IBV_QPT_RC) {
+		CHECK(q.max_dest_rd_atomic == 4, "RTR: max_dest_rd_atomic %u", q.max_dest_rd_atomic);
+		CHECK(q.min_rnr_timer == 12, "RTR: min_rnr_timer %u", q.min_rnr_timer);
+	}
+
+	mask = rts_attr(t, &a);
+	OK(ibv_modify_qp(qp, &a, mask));
+	memset(&q, 0, sizeof(q));
+	OK(ibv_query_qp(qp, &q, all, &qi));
+	CHECK(q.qp_state == IBV_QPS_RTS, "after RTS: state %s", qps(q.qp_state));
+	CHECK(q.sq_psn == 0x4321, "RTS: sq_psn 0x%x", q.sq_psn);
+	if (t == IBV_QPT_RC) {
+		CHECK(q.timeout == 14 && q.retry_cnt == 7 && q.rnr_retry == 7,
+		      "RTS: timeout %u retry_cnt %u rnr_retry %u", q.timeout, q.retry_cnt,
+		      q.rnr_retry);
+		CHECK(q.max_rd_atomic == 4, "RTS: max_rd_atomic %u", q.max_rd_atomic);
+	}
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_ERR;
+	OK(ibv_modify_qp(qp, &a, IBV_QP_STATE));
+	QSTATE(qp, IBV_QPS_ERR);
+	a.qp_state = IBV_QPS_RESET;
+	OK(ibv_modify_qp(qp, &a, IBV_QP_STATE));
+	QSTATE(qp, IBV_QPS_RESET);
+	/* A reset QP can be brought up again. */
+	OK(to_init(qp, t));
+	QSTATE(qp, IBV_QPS_INIT);
+	rc = 0;
+out:
+	return rc;
+}
+
+static int t_qp(struct env *e)
+{
+	static const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
+	static const char *const tname[] = { "RC", "UC", "UD" };
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+	struct ibv_qp *qp[3] = { NULL, NULL, NULL }, *tmp = NULL;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	int i, mask, rc = -1;
+
+	NEW(pd, ibv_alloc_pd(e->ctx));
+	NEW(cq, ibv_create_cq(e->ctx, 64, NULL, NULL, 0));
+
+	for (i = 0; i < 3; i++) {
+		errno = 0;
+		qp[i] = make_qp(pd, cq, types[i], NULL, &ia);
+		CHECK(qp[i], "create %s QP: %s", tname[i], errname(errno));
+		if (check_caps(qp[i], &ia, 0)) {
+			prefix_reason(tname[i]);
+			goto out;
+		}
+		CHECK(i == 0 || qp[i]->qp_num != qp[i - 1]->qp_num, "QPs share qp_num");
+	}
+	for (i = 0; i < 3; i++)
+		if (walk_qp(e, qp[i], types[i])) {
+			prefix_reason(tname[i]);
+			goto out;
+		}
+
+	/* Creation limits. */
+	qp_init_attr(cq, IBV_QPT_RC, NULL, &ia);
+	ia.cap.max_send_wr = e->dev.max_qp_wr + 1;
+	NEW_ERR(EINVAL, tmp, ibv_create_qp(pd, &ia), destroy_qp_v, "max_send_wr = max_qp_wr + 1");
+	qp_init_attr(cq, IBV_QPT_RC, NULL, &ia);
+	ia.cap.max_recv_wr = e->dev.max_qp_wr + 1;
+	NEW_ERR(EINVAL, tmp, ibv_create_qp(pd, &ia), destroy_qp_v, "max_recv_wr = max_qp_wr + 1");
+	qp_init_attr(cq, IBV_QPT_RC, NULL, &ia);
+	ia.cap.max_send_sge = e->dev.max_sge + 1;
+	NEW_ERR(EINVAL, tmp, ibv_create_qp(pd, &ia), destroy_qp_v, "max_send_sge = max_sge + 1");
+	qp_init_attr(cq, IBV_QPT_RC, NULL, &ia);
+	ia.cap.max_recv_sge = e->dev.max_sge + 1;
+	NEW_ERR(EINVAL, tmp, ibv_create_qp(pd, &ia), destroy_qp_v, "max_recv_sge = max_sge + 1");
+	qp_init_attr(cq, IBV_QPT_RC, NULL, &ia);
+	ia.cap.max_inline_data = 1 << 20;
+	NEW_ERR(EINVAL, tmp, ibv_create_qp(pd, &ia), destroy_qp_v, "max_inline_data = 1 MiB");
+
+	/* Illegal transitions on a fresh RC QP (qp[0] is reused: reset it). */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RESET;
+	OK(ibv_modify_qp(qp[0], &a, IBV_QP_STATE));
+	mask = rts_attr(IBV_QPT_RC, &a);
+	ERR(EINVAL, ibv_modify_qp(qp[0], &a, mask), "RC RESET->RTS");
+	QSTATE(qp[0], IBV_QPS_RESET);
+	mask = rtr_attr(e, qp[0], IBV_QPT_RC, &a);
+	ERR(EINVAL, ibv_modify_qp(qp[0], &a, mask), "RC RESET->RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = PORT;
+	ERR(EINVAL, ibv_modify_qp(qp[0], &a, IBV_QP_STATE | IBV_QP_PORT),
+	    "RC RESET->INIT without PKEY_INDEX and ACCESS_FLAGS");
+	QSTATE(qp[0], IBV_QPS_RESET);
+	a.port_num = 2;
+	ERR(EINVAL, ibv_modify_qp(qp[0], &a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX |
+				  IBV_QP_ACCESS_FLAGS), "RC RESET->INIT with port 2");
+	QSTATE(qp[0], IBV_QPS_RESET);
+	OK(to_init(qp[0], IBV_QPT_RC));
+	mask = rts_attr(IBV_QPT_RC, &a);
+	ERR(EINVAL, ibv_modify_qp(qp[0], &a, mask), "RC INIT->RTS (skipping RTR)");
+	QSTATE(qp[0], IBV_QPS_INIT);
+	mask = rtr_attr(e, qp[0], IBV_QPT_RC, &a);
+	ERR(EINVAL, ibv_modify_qp(qp[0], &a, mask & ~IBV_QP_DEST_QPN), "RC INIT->RTR without DEST_QPN");
+	ERR(EINVAL, ibv_modify_qp(qp[0], &a, mask & ~IBV_QP_AV), "RC INIT->RTR without AV");
+	ERR(EINVAL, ibv_modify_qp(qp[0], &a, mask & ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)),
+	    "RC INIT->RTR without MAX_DEST_RD_ATOMIC/MIN_RNR_TIMER");
+	QSTATE(qp[0], IBV_QPS_INIT);
+	OK(ibv_modify_qp(qp[0], &a, mask));
+	mask = rts_attr(IBV_QPT_RC, &a);
+	a.max_rd_atomic = e->dev.max_qp_rd_atom + 1;
+	ERR(EINVAL, ibv_modify_qp(qp[0], &a, mask), "RC RTR->RTS with max_rd_atomic > max_qp_rd_atom");
+	QSTATE(qp[0], IBV_QPS_RTR);
+	mask = rts_attr(IBV_QPT_RC, &a);
+	ERR(EINVAL, ibv_modify_qp(qp[0], &a, mask & ~IBV_QP_SQ_PSN), "RC RTR->RTS without SQ_PSN");
+	QSTATE(qp[0], IBV_QPS_RTR);
+	/* UD: INIT needs a Q_Key. */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RESET;
+	OK(ibv_modify_qp(qp[2], &a, IBV_QP_STATE));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = PORT;
+	ERR(EINVAL, ibv_modify_qp(qp[2], &a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX),
+	    "UD RESET->INIT without QKEY");
+	QSTATE(qp[2], IBV_QPS_RESET);
+
+	for (i = 0; i < 3; i++) {
+		OK(ibv_destroy_qp(qp[i]));
+		qp[i] = NULL;
+	}
+	OK(ibv_destroy_cq(cq));
+	cq = NULL;
+	OK(ibv_dealloc_pd(pd));
+	pd = NULL;
+	rc = 0;
+out:
+	for (i = 0; i < 3; i++)
+		if (qp[i])
+			ibv_destroy_qp(qp[i]);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* srq                                                                */
+/* ------------------------------------------------------------------ */
+
+static int t_srq(struct env *e)
+{
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+	struct ibv_srq *srq = NULL, *tmp = NULL;
+	struct ibv_qp *qp = NULL;
+	struct ibv_mr *mr = NULL;
+	struct ibv_srq_init_attr si;
+	struct ibv_srq_attr sa;
+	struct ibv_qp_init_attr ia, qi;
+	struct ibv_qp_attr qa;
+	struct ibv_recv_wr wr, *bad;
+	struct ibv_sge sge;
+	void *buf = NULL;
+	int rc = -1;
+
+	NEW(pd, ibv_alloc_pd(e->ctx));
+	NEW(cq, ibv_create_cq(e->ctx, 64, NULL, NULL, 0));
+
+	memset(&si, 0, sizeof(si));
+	si.attr.max_wr = 64;
+	si.attr.max_sge = 2;
+	NEW(srq, ibv_create_srq(pd, &si));
+	CHECK(si.attr.max_wr >= 64 && si.attr.max_sge >= 2, "create returned max_wr %u max_sge %u",
+	      si.attr.max_wr, si.attr.max_sge);
+	memset(&sa, 0, sizeof(sa));
+	OK(ibv_query_srq(srq, &sa));
+	CHECK(sa.max_wr >= 64 && sa.max_sge >= 2, "query: max_wr %u max_sge %u", sa.max_wr, sa.max_sge);
+	CHECK(sa.srq_limit == 0, "query: srq_limit %u, expected 0", sa.srq_limit);
+
+	/* Arm the limit. */
+	memset(&sa, 0, sizeof(sa));
+	sa.srq_limit = 10;
+	OK(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT));
+	OK(ibv_query_srq(srq, &sa));
+	CHECK(sa.srq_limit == 10, "srq_limit %u after arming 10", sa.srq_limit);
+	sa.srq_limit = e->dev.max_srq_wr + 1u;
+	ERR(EINVAL, ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT), "srq_limit > max_srq_wr");
+
+	/* Resize (IB_DEVICE_SRQ_RESIZE). */
+	memset(&sa, 0, sizeof(sa));
+	sa.max_wr = 256;
+	OK(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR));
+	OK(ibv_query_srq(srq, &sa));
+	CHECK(sa.max_wr >= 256, "max_wr %u after resize to 256", sa.max_wr);
+	sa.max_wr = e->dev.max_srq_wr + 1u;
+	ERR(EINVAL, ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), "resize to max_srq_wr + 1");
+	OK(ibv_query_srq(srq, &sa));
+	CHECK(sa.max_wr >= 256, "max_wr %u after a failed resize", sa.max_wr);
+
+	/* post_srq_recv goes to the user-space ring. */
+	buf = page_buf(4096);
+	CHECK(buf, "mmap failed");
+	NEW(mr, ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE));
+	sge.addr = (uintptr_t)buf;
+	sge.length = 4096;
+	sge.lkey = mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 7;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	OK(ibv_post_srq_recv(srq, &wr, &bad));
+
+	/* A QP on the SRQ keeps the SRQ alive. */
+	errno = 0;
+	qp = make_qp(pd, cq, IBV_QPT_RC, srq, &ia);
+	CHECK(qp, "create RC QP with SRQ: %s", errname(errno));
+	CHECK(qp->srq == srq, "qp->srq not set");
+	OK(ibv_query_qp(qp, &qa, IBV_QP_CAP, &qi));
+	CHECK(qi.srq == srq, "query_qp init_attr.srq not set");
+	ERR(EBUSY, ibv_destroy_srq(srq), "destroy an SRQ with a QP on it");
+	OK(ibv_destroy_qp(qp));
+	qp = NULL;
+
+	/* Creation limits. */
+	memset(&si, 0, sizeof(si));
+	si.attr.max_wr = e->dev.max_srq_wr + 1u;
+	si.attr.max_sge = 1;
+	NEW_ERR(EINVAL, tmp, ibv_create_srq(pd, &si), ibv_destroy_srq, "max_wr = max_srq_wr + 1");
+	si.attr.max_wr = 16;
+	si.attr.max_sge = e->dev.max_srq_sge + 1u;
+	NEW_ERR(EINVAL, tmp, ibv_create_srq(pd, &si), ibv_destroy_srq, "max_sge = max_srq_sge + 1");
+
+	OK(ibv_destroy_srq(srq));
+	srq = NULL;
+	OK(ibv_dereg_mr(mr));
+	mr = NULL;
+	OK(ibv_destroy_cq(cq));
+	cq = NULL;
+	OK(ibv_dealloc_pd(pd));
+	pd = NULL;
+	rc = 0;
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (srq)
+		ibv_destroy_srq(srq);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	if (buf)
+		munmap(buf, 4096);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* ah                                                                 */
+/* ------------------------------------------------------------------ */
+
+static int t_ah(struct env *e)
+{
+	struct ibv_pd *pd = NULL;
+	struct ibv_ah *ah = NULL, *ah2 = NULL, *tmp = NULL;
+	struct ibv_ah_attr aa;
+	int rc = -1;
+
+	NEW(pd, ibv_alloc_pd(e->ctx));
+	self_ah_attr(e, &aa);
+	NEW(ah, ibv_create_ah(pd, &aa));
+	CHECK(ah->pd == pd, "ah->pd not set");
+	NEW(ah2, ibv_create_ah(pd, &aa));
+	CHECK(ah2->handle != ah->handle, "two AHs share handle %u", ah->handle);
+
+	ERR(EBUSY, ibv_dealloc_pd(pd), "ibv_dealloc_pd with a live AH");
+
+	self_ah_attr(e, &aa);
+	aa.grh.sgid_index = e->port.gid_tbl_len;
+	NEW_ERR(EINVAL, tmp, ibv_create_ah(pd, &aa), ibv_destroy_ah, "sgid_index = gid_tbl_len");
+	self_ah_attr(e, &aa);
+	aa.port_num = 2;
+	NEW_ERR(EINVAL, tmp, ibv_create_ah(pd, &aa), ibv_destroy_ah, "AH on port 2");
+
+	OK(ibv_destroy_ah(ah2));
+	ah2 = NULL;
+	OK(ibv_destroy_ah(ah));
+	ah = NULL;
+	OK(ibv_dealloc_pd(pd));
+	pd = NULL;
+	rc = 0;
+out:
+	if (ah2)
+		ibv_destroy_ah(ah2);
+	if (ah)
+		ibv_destroy_ah(ah);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* fastpath: librxe's user-space rings without traffic                */
+/* ------------------------------------------------------------------ */
+
+static int t_fastpath(struct env *e)
+{
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+	struct ibv_qp *qp = NULL;
+	struct ibv_mr *mr = NULL;
+	struct ibv_qp_init_attr ia;
+	struct ibv_recv_wr wr, *bad;
+	struct ibv_sge sge[3];
+	struct ibv_wc wc[8];
+	void *buf = NULL;
+	int rc = -1, i, n, r;
+
+	NEW(pd, ibv_alloc_pd(e->ctx));
+	NEW(cq, ibv_create_cq(e->ctx, 64, NULL, NULL, 0));
+	errno = 0;
+	qp = make_qp(pd, cq, IBV_QPT_RC, NULL, &ia);
+	CHECK(qp, "create RC QP: %s", errname(errno));
+	OK(to_init(qp, IBV_QPT_RC));
+	buf = page_buf(4096);
+	CHECK(buf, "mmap failed");
+	NEW(mr, ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE));
+
+	for (i = 0; i < 3; i++) {
+		sge[i].addr = (uintptr_t)buf + i * 1024;
+		sge[i].length = 1024;
+		sge[i].lkey = mr->lkey;
+	}
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.sg_list = sge;
+	wr.num_sge = 1;
+	bad = NULL;
+	OK(ibv_post_recv(qp, &wr, &bad));
+	CHECK(bad == NULL, "bad_wr set on success");
+
+	n = ibv_poll_cq(cq, 8, wc);
+	CHECK(n == 0, "poll on an idle CQ returned %d", n);
+
+	/* More SGEs than the RQ was created with. */
+	wr.num_sge = 3;
+	bad = NULL;
+	r = ibv_post_recv(qp, &wr, &bad);
+	CHECK(r != 0, "post_recv with 3 SGEs on a 2-SGE RQ succeeded");
+	CHECK(bad == &wr, "bad_wr not set on failure");
+
+	/* Fill the RQ: at least max_recv_wr (16) fit, then it reports full. */
+	wr.num_sge = 1;
+	for (i = 1; i < 100000; i++) {
+		wr.wr_id = i + 1;
+		r = ibv_post_recv(qp, &wr, &bad);
+		if (r)
+			break;
+	}
+	CHECK(r != 0, "the RQ never filled up");
+	CHECK(i >= 16, "RQ full after %d WRs, requested 16", i);
+	vlog("RQ took %d WRs (requested 16): %s when full", i, errname(rc_err(r)));
+
+	n = ibv_poll_cq(cq, 8, wc);
+	CHECK(n == 0, "poll returned %d with nothing sent", n);
+
+	OK(ibv_destroy_qp(qp));
+	qp = NULL;
+	OK(ibv_dereg_mr(mr));
+	mr = NULL;
+	OK(ibv_destroy_cq(cq));
+	cq = NULL;
+	OK(ibv_dealloc_pd(pd));
+	pd = NULL;
+	rc = 0;
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	if (buf)
+		munmap(buf, 4096);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* cleanup: closing a context with live objects frees them            */
+/* ------------------------------------------------------------------ */
+
+static int t_cleanup(struct env *e)
+{
+	struct env e2;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	struct ibv_srq *srq;
+	struct ibv_ah *ah;
+	struct ibv_comp_channel *ch;
+	struct ibv_qp_init_attr ia;
+	struct ibv_srq_init_attr si;
+	struct ibv_ah_attr aa;
+	void *buf = NULL;
+	int i, rc = -1;
+
+	/* Everything is left for ibv_close_device (in a second context). */
+	if (env_open(&e2)) {
+		prefix_reason("second context");
+		goto out;
+	}
+	e2.gid = e->gid;
+	e2.gid_index = e->gid_index;
+	buf = page_buf(8192);
+	CHECK(buf, "mmap failed");
+	for (i = 0; i < 4; i++) {
+		NEW(pd, ibv_alloc_pd(e2.ctx));
+		NEW(mr, ibv_reg_mr(pd, buf, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ));
+		NEW(ch, ibv_create_comp_channel(e2.ctx));
+		NEW(cq, ibv_create_cq(e2.ctx, 32, NULL, ch, 0));
+		OK(ibv_req_notify_cq(cq, 0));
+		memset(&si, 0, sizeof(si));
+		si.attr.max_wr = 16;
+		si.attr.max_sge = 1;
+		NEW(srq, ibv_create_srq(pd, &si));
+		NEW(qp, make_qp(pd, cq, IBV_QPT_RC, NULL, &ia));
+		OK(to_init(qp, IBV_QPT_RC));
+		NEW(qp, make_qp(pd, cq, IBV_QPT_RC, srq, &ia));
+		NEW(qp, make_qp(pd, cq, IBV_QPT_UD, NULL, &ia));
+		OK(to_init(qp, IBV_QPT_UD));
+		self_ah_attr(&e2, &aa);
+		NEW(ah, ibv_create_ah(pd, &aa));
+		(void)mr;
+		(void)ah;
+	}
+	/* Channels are freed by the user after the context: keep them open until then. */
+	rc = 0;
+out:
+	if (e2.ctx && ibv_close_device(e2.ctx)) {
+		snprintf(g_reason, sizeof(g_reason), "ibv_close_device with live objects: %s",
+			 errname(errno));
+		rc = -1;
+	}
+	if (buf)
+		munmap(buf, 8192);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* objects: create/destroy churn (run under KASAN/kmemleak/lockdep)   */
+/* ------------------------------------------------------------------ */
+
+static int t_objects(struct env *e)
+{
+	struct ibv_pd *pd = NULL, *p;
+	struct ibv_cq *cq = NULL, *c;
+	struct ibv_mr *m;
+	struct ibv_qp *q;
+	struct ibv_ah *a;
+	struct ibv_qp_init_attr ia;
+	struct ibv_ah_attr aa;
+	struct timespec t0, t1;
+	void *buf = NULL;
+	long i;
+	int rc = -1;
+
+	NEW(pd, ibv_alloc_pd(e->ctx));
+	NEW(cq, ibv_create_cq(e->ctx, 16, NULL, NULL, 0));
+	buf = page_buf(3 * 4096);
+	CHECK(buf, "mmap failed");
+	self_ah_attr(e, &aa);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < g_count; i++) {
+		switch (i % 5) {
+		case 0:
+			errno = 0;
+			p = ibv_alloc_pd(e->ctx);
+			CHECK(p, "object %ld: alloc PD: %s", i, errname(errno));
+			OK(ibv_dealloc_pd(p));
+			break;
+		case 1:
+			errno = 0;
+			m = ibv_reg_mr(pd, (char *)buf + (i % 7) * 8, 2 * 4096,
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+			CHECK(m, "object %ld: reg MR: %s", i, errname(errno));
+			OK(ibv_dereg_mr(m));
+			break;
+		case 2:
+			errno = 0;
+			c = ibv_create_cq(e->ctx, 1 + (int)(i % 300), NULL, NULL, 0);
+			CHECK(c, "object %ld: create CQ: %s", i, errname(errno));
+			OK(ibv_destroy_cq(c));
+			break;
+		case 3:
+			errno = 0;
+			q = make_qp(pd, cq, (i / 5) % 2 ? IBV_QPT_UD : IBV_QPT_RC, NULL, &ia);
+			CHECK(q, "object %ld: create QP: %s", i, errname(errno));
+			OK(ibv_destroy_qp(q));
+			break;
+		case 4:
+			errno = 0;
+			a = ibv_create_ah(pd, &aa);
+			CHECK(a, "object %ld: create AH: %s", i, errname(errno));
+			OK(ibv_destroy_ah(a));
+			break;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	vlog("%ld objects in %.1f s", g_count,
+	     (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	OK(ibv_destroy_cq(cq));
+	cq = NULL;
+	OK(ibv_dealloc_pd(pd));
+	pd = NULL;
+	rc = 0;
+out:
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	if (buf)
+		munmap(buf, 3 * 4096);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+
+struct tcase {
+	const char *name;
+	int (*fn)(struct env *e);
+	int slow;		/* only when named, or with "all" */
+	const char *what;
+};
+
+static const struct tcase cases[] = {
+	{ "device", t_device, 0, "open, query_device(_ex)/port/gid(_ex)/pkey, bad indices" },
+	{ "pd", t_pd, 0, "alloc/dealloc PD; dealloc with a live MR is EBUSY" },
+	{ "mr", t_mr, 0, "reg/dereg MR; keys; bad access EINVAL; unmapped EFAULT; zero length" },
+	{ "cq", t_cq, 0, "create/resize/notify/destroy CQ; limits; completion channel stays quiet" },
+	{ "qp", t_qp, 0, "RC/UC/UD QPs: caps, RESET-INIT-RTR-RTS-ERR-RESET, illegal transitions" },
+	{ "srq", t_srq, 0, "create/query/arm/resize SRQ; QP on SRQ; limits" },
+	{ "ah", t_ah, 0, "create/destroy AH on the RoCE v2 GID; bad sgid_index/port" },
+	{ "fastpath", t_fastpath, 0, "post_recv into the user-space RQ ring; poll an empty CQ" },
+	{ "cleanup", t_cleanup, 0, "close a context holding PD/MR/CQ/SRQ/QP/AH objects" },
+	{ "objects", t_objects, 1, "create and destroy -n objects (PD, MR, CQ, QP, AH in turn)" },
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+static int run_case(const struct tcase *tc)
+{
+	struct env e;
+	int rc;
+
+	g_reason[0] = 0;
+	rc = env_open(&e);
+	if (!rc)
+		rc = tc->fn(&e);
+	env_close(&e);
+	if (rc) {
+		printf("not ok %s: %s\n", tc->name, g_reason[0] ? g_reason : "failed");
+		fflush(stdout);
+		return -1;
+	}
+	printf("ok %s\n", tc->name);
+	fflush(stdout);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: rrxe_verbs [-d DEV] [-g GID_INDEX] [-n COUNT] [-v] [-l] [CASE...|all]\n"
+		"cases (default: all but the slow ones):\n");
+	for (i = 0; i < NCASES; i++)
+		fprintf(f, "  %-9s %s%s\n", cases[i].name, cases[i].what,
+			cases[i].slow ? " [slow]" : "");
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device **list;
+	const char *devname = NULL;
+	int opt, ndev, i, passed = 0, failed = 0;
+	int sel[NCASES];
+	size_t c;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((opt = getopt(argc, argv, "d:g:n:vlh")) != -1) {
+		switch (opt) {
+		case 'd': devname = optarg; break;
+		case 'g': g_gid_arg = atoi(optarg); break;
+		case 'n': g_count = atol(optarg); break;
+		case 'v': g_verbose = 1; break;
+		case 'l': usage(stdout); return 0;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	memset(sel, 0, sizeof(sel));
+	if (optind == argc) {
+		for (c = 0; c < NCASES; c++)
+			sel[c] = !cases[c].slow;
+	}
+	for (i = optind; i < argc; i++) {
+		int found = 0;
+
+		for (c = 0; c < NCASES; c++) {
+			if (!strcmp(argv[i], "all") || !strcmp(argv[i], cases[c].name)) {
+				sel[c] = 1;
+				found = 1;
+			}
+		}
+		if (!found) {
+			fprintf(stderr, "rrxe_verbs: unknown case '%s'\n", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+
+	list = ibv_get_device_list(&ndev);
+	if (!list || ndev == 0) {
+		fprintf(stderr, "rrxe_verbs: no RDMA devices (%s)\n", errname(errno));
+		return 2;
+	}
+	for (i = 0; i < ndev; i++)
+		if (!devname || !strcmp(ibv_get_device_name(list[i]), devname))
+			break;
+	if (i == ndev) {
+		fprintf(stderr, "rrxe_verbs: device %s not found\n", devname);
+		ibv_free_device_list(list);
+		return 2;
+	}
+	g_dev = list[i];
+	printf("# rrxe_verbs on %s\n", ibv_get_device_name(g_dev));
+
+	for (c = 0; c < NCASES; c++) {
+		if (!sel[c])
+			continue;
+		if (run_case(&cases[c]))
+			failed++;
+		else
+			passed++;
+	}
+	ibv_free_device_list(list);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
