@@ -6,12 +6,18 @@
 //! filling only the callbacks the driver implements (`#[vtable]`), declaring
 //! the object sizes ib_core allocates, and translating every raw pointer into
 //! the safe types of this crate before the driver sees it.
+//!
+//! Object lifetimes follow ib_core's rules: an object's data is initialised by
+//! its create callback and dropped by its destroy callback; ib_core refuses to
+//! destroy an object that another still uses (a PD with MRs, a CQ with QPs).
 
 use super::{
     attr::{DeviceAttr, PortAttr, PortImmutable},
     bindings as b,
     device::Device,
+    mmap::UserBuf,
     object::Object,
+    qp::{QpAttr, QpInit, SrqInit},
     udata::Udata,
 };
 use core::marker::PhantomData;
@@ -21,6 +27,37 @@ use kernel::{error::from_result, prelude::*};
 pub type Ucontext<T> = Object<b::ib_ucontext, <T as Driver>::Ucontext>;
 /// A protection domain (`struct ib_pd`) with driver data `T::Pd`.
 pub type Pd<T> = Object<b::ib_pd, <T as Driver>::Pd>;
+/// A completion queue (`struct ib_cq`) with driver data `T::Cq`.
+pub type Cq<T> = Object<b::ib_cq, <T as Driver>::Cq>;
+/// A queue pair (`struct ib_qp`) with driver data `T::Qp`.
+pub type Qp<T> = Object<b::ib_qp, <T as Driver>::Qp>;
+/// A shared receive queue (`struct ib_srq`) with driver data `T::Srq`.
+pub type Srq<T> = Object<b::ib_srq, <T as Driver>::Srq>;
+/// An address handle (`struct ib_ah`) with driver data `T::Ah`.
+pub type Ah<T> = Object<b::ib_ah, <T as Driver>::Ah>;
+/// A memory region (`struct ib_mr`) with driver data `T::Mr`.
+pub type Mr<T> = Object<b::ib_mr, <T as Driver>::Mr>;
+
+impl<D> Object<b::ib_pd, D> {
+    /// The device the protection domain belongs to.
+    ///
+    /// A module holds one driver, so a PD with data `T::Pd` is one of `T`'s.
+    pub fn device<T: Driver<Pd = D>>(&self) -> &Device<T> {
+        // SAFETY: ib_core sets `device` before calling the driver and the
+        // device outlives its objects.
+        unsafe { Device::from_raw((*self.as_raw()).device) }
+    }
+}
+
+/// What a driver's `reg_user_mr` hands back.
+pub struct NewMr<M> {
+    /// Driver data of the region.
+    pub data: M,
+    /// Local key.
+    pub lkey: u32,
+    /// Remote key.
+    pub rkey: u32,
+}
 
 /// An RDMA driver: its device data type, object types and verbs.
 #[vtable]
@@ -29,11 +66,23 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type Ucontext: Send + Sync;
     /// Driver data of a protection domain.
     type Pd: Send + Sync;
+    /// Driver data of a completion queue.
+    type Cq: Send + Sync;
+    /// Driver data of a queue pair.
+    type Qp: Send + Sync;
+    /// Driver data of a shared receive queue.
+    type Srq: Send + Sync;
+    /// Driver data of an address handle.
+    type Ah: Send + Sync;
+    /// Driver data of a memory region.
+    type Mr: Send + Sync;
 
     /// Driver id user space matches providers by (`enum rdma_driver_id`).
     const DRIVER_ID: u32;
     /// uverbs ABI version of the driver's udata structures.
     const UVERBS_ABI_VERSION: u32;
+    /// Extra legacy uverbs commands the driver serves (`IB_USER_VERBS_CMD_*` bits).
+    const UVERBS_CMD_MASK: u64 = 0;
 
     /// Fills the device capabilities.
     fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr<'_>, udata: &Udata) -> Result;
@@ -49,6 +98,59 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn alloc_ucontext(dev: &Device<Self>, udata: &mut Udata) -> Result<Self::Ucontext>;
     /// Creates the driver data of a protection domain.
     fn alloc_pd(dev: &Device<Self>, udata: &mut Udata) -> Result<Self::Pd>;
+
+    /// Creates a completion queue of at least `attr.cqe` entries; sets `*cqe`
+    /// to the real capacity.
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &b::ib_cq_init_attr,
+        cqe: &mut u32,
+        udata: &mut Udata,
+    ) -> Result<impl PinInit<Self::Cq, Error>>;
+    /// Checks that a completion queue may go; its data is dropped afterwards.
+    fn destroy_cq(cq: &Cq<Self>) -> Result;
+    /// Resizes a completion queue to at least `cqe` entries; returns the capacity.
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: &mut Udata) -> Result<u32>;
+    /// Arms completion notification; returns whether completions were missed.
+    fn req_notify_cq(cq: &Cq<Self>, flags: u32) -> Result<bool>;
+
+    /// Creates a queue pair; returns its data and QP number.
+    fn create_qp(
+        pd: &Pd<Self>,
+        init: &mut QpInit<'_>,
+        udata: &mut Udata,
+    ) -> Result<(impl PinInit<Self::Qp, Error>, u32)>;
+    /// Applies the attributes selected by `mask` (a state transition).
+    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr<'_>, mask: u32, udata: &mut Udata) -> Result;
+    /// Reports a queue pair's attributes.
+    fn query_qp(qp: &Qp<Self>, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_init_attr) -> Result;
+    /// Checks that a queue pair may go; its data is dropped afterwards.
+    fn destroy_qp(qp: &Qp<Self>) -> Result;
+
+    /// Creates a shared receive queue (updates the capacities in `init`).
+    fn create_srq(
+        pd: &Pd<Self>,
+        init: &mut SrqInit<'_>,
+        udata: &mut Udata,
+    ) -> Result<impl PinInit<Self::Srq, Error>>;
+    /// Modifies the attributes selected by `mask` (`IB_SRQ_MAX_WR`, `IB_SRQ_LIMIT`).
+    fn modify_srq(srq: &Srq<Self>, attr: &b::ib_srq_attr, mask: u32, udata: &mut Udata) -> Result;
+    /// Reports a shared receive queue's attributes.
+    fn query_srq(srq: &Srq<Self>, attr: &mut b::ib_srq_attr) -> Result;
+
+    /// Creates an address handle from `attr` (dmac already resolved by ib_core).
+    fn create_ah(pd: &Pd<Self>, attr: &b::rdma_ah_attr, udata: &mut Udata) -> Result<Self::Ah>;
+
+    /// Registers user memory `[start, start + length)` seen by peers at `iova`.
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: u32,
+        udata: &mut Udata,
+    ) -> Result<NewMr<Self::Mr>>;
+
     /// Called once the device is registered, before ib_core's clients see it.
     fn enable(_dev: &Device<Self>) -> Result {
         Ok(())
@@ -60,30 +162,64 @@ pub trait Driver: Sized + Send + Sync + 'static {
 /// Builds `struct ib_device_ops` for driver `T`.
 pub(crate) struct OpsTable<T>(PhantomData<T>);
 
+macro_rules! op {
+    ($has:expr, $f:expr) => {
+        if $has {
+            Some($f)
+        } else {
+            None
+        }
+    };
+}
+
 impl<T: Driver> OpsTable<T> {
     /// Installs `T`'s operations into a device that is not registered yet.
     pub(crate) fn install(dev: &mut b::ib_device) {
         let ops = b::ib_device_ops {
             driver_id: T::DRIVER_ID,
             uverbs_abi_ver: T::UVERBS_ABI_VERSION,
-            query_device: if T::HAS_QUERY_DEVICE { Some(Self::query_device) } else { None },
-            query_port: if T::HAS_QUERY_PORT { Some(Self::query_port) } else { None },
-            get_port_immutable: if T::HAS_GET_PORT_IMMUTABLE { Some(Self::get_port_immutable) } else { None },
-            query_pkey: if T::HAS_QUERY_PKEY { Some(Self::query_pkey) } else { None },
-            get_link_layer: if T::HAS_LINK_LAYER_IS_ETHERNET { Some(Self::get_link_layer) } else { None },
-            alloc_ucontext: if T::HAS_ALLOC_UCONTEXT { Some(Self::alloc_ucontext) } else { None },
-            dealloc_ucontext: if T::HAS_ALLOC_UCONTEXT { Some(Self::dealloc_ucontext) } else { None },
-            alloc_pd: if T::HAS_ALLOC_PD { Some(Self::alloc_pd) } else { None },
-            dealloc_pd: if T::HAS_ALLOC_PD { Some(Self::dealloc_pd) } else { None },
+            query_device: op!(T::HAS_QUERY_DEVICE, Self::query_device),
+            query_port: op!(T::HAS_QUERY_PORT, Self::query_port),
+            get_port_immutable: op!(T::HAS_GET_PORT_IMMUTABLE, Self::get_port_immutable),
+            query_pkey: op!(T::HAS_QUERY_PKEY, Self::query_pkey),
+            get_link_layer: op!(T::HAS_LINK_LAYER_IS_ETHERNET, Self::get_link_layer),
+            alloc_ucontext: op!(T::HAS_ALLOC_UCONTEXT, Self::alloc_ucontext),
+            dealloc_ucontext: op!(T::HAS_ALLOC_UCONTEXT, Self::dealloc_ucontext),
+            mmap: Some(Self::mmap),
+            mmap_free: Some(Self::mmap_free),
+            alloc_pd: op!(T::HAS_ALLOC_PD, Self::alloc_pd),
+            dealloc_pd: op!(T::HAS_ALLOC_PD, Self::dealloc_pd),
+            create_cq: op!(T::HAS_CREATE_CQ, Self::create_cq),
+            destroy_cq: op!(T::HAS_CREATE_CQ, Self::destroy_cq),
+            resize_user_cq: op!(T::HAS_RESIZE_CQ, Self::resize_cq),
+            req_notify_cq: op!(T::HAS_REQ_NOTIFY_CQ, Self::req_notify_cq),
+            create_qp: op!(T::HAS_CREATE_QP, Self::create_qp),
+            modify_qp: op!(T::HAS_MODIFY_QP, Self::modify_qp),
+            query_qp: op!(T::HAS_QUERY_QP, Self::query_qp),
+            destroy_qp: op!(T::HAS_CREATE_QP, Self::destroy_qp),
+            create_srq: op!(T::HAS_CREATE_SRQ, Self::create_srq),
+            modify_srq: op!(T::HAS_MODIFY_SRQ, Self::modify_srq),
+            query_srq: op!(T::HAS_QUERY_SRQ, Self::query_srq),
+            destroy_srq: op!(T::HAS_CREATE_SRQ, Self::destroy_srq),
+            create_ah: op!(T::HAS_CREATE_AH, Self::create_ah),
+            create_user_ah: op!(T::HAS_CREATE_AH, Self::create_ah),
+            destroy_ah: op!(T::HAS_CREATE_AH, Self::destroy_ah),
+            reg_user_mr: op!(T::HAS_REG_USER_MR, Self::reg_user_mr),
+            dereg_mr: op!(T::HAS_REG_USER_MR, Self::dereg_mr),
             enable_driver: Some(Self::enable_driver),
             dealloc_driver: Some(Self::dealloc_driver),
             size_ib_ucontext: Ucontext::<T>::SIZE,
             size_ib_pd: Pd::<T>::SIZE,
+            size_ib_cq: Cq::<T>::SIZE,
+            size_ib_qp: Qp::<T>::SIZE,
+            size_ib_srq: Srq::<T>::SIZE,
+            size_ib_ah: Ah::<T>::SIZE,
             ..Default::default()
         };
         // SAFETY: `dev` is a valid device; `ib_set_device_ops` copies the
         // non-NULL entries of `ops`.
         unsafe { b::ib_set_device_ops(dev, &ops) };
+        dev.uverbs_cmd_mask |= T::UVERBS_CMD_MASK;
     }
 
     /// # Safety
@@ -174,7 +310,7 @@ impl<T: Driver> OpsTable<T> {
             let (dev, mut udata) = unsafe { (Self::dev((*ctx).device), Udata::from_raw(udata)) };
             let data = T::alloc_ucontext(dev, &mut udata)?;
             // SAFETY: `ctx` was allocated with `Ucontext::<T>::SIZE` bytes.
-            unsafe { Ucontext::<T>::init(ctx, data) };
+            unsafe { Ucontext::<T>::init_value(ctx, data) };
             Ok(0)
         })
     }
@@ -189,6 +325,22 @@ impl<T: Driver> OpsTable<T> {
 
     /// # Safety
     ///
+    /// Only called by ib_core, as the `mmap` callback of a device of driver `T`.
+    unsafe extern "C" fn mmap(ctx: *mut b::ib_ucontext, vma: *mut b::vm_area_struct) -> c_int {
+        // SAFETY: Forwarded from ib_core's `mmap` callback.
+        from_result(|| unsafe { UserBuf::mmap(ctx, vma) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `mmap_free` callback of a device of driver `T`.
+    unsafe extern "C" fn mmap_free(entry: *mut b::rdma_user_mmap_entry) {
+        // SAFETY: Forwarded from ib_core's `mmap_free` callback.
+        unsafe { UserBuf::free(entry) };
+    }
+
+    /// # Safety
+    ///
     /// Only called by ib_core, as the `alloc_pd` callback of a device of driver `T`.
     unsafe extern "C" fn alloc_pd(pd: *mut b::ib_pd, udata: *mut b::ib_udata) -> c_int {
         from_result(|| {
@@ -197,7 +349,7 @@ impl<T: Driver> OpsTable<T> {
             let (dev, mut udata) = unsafe { (Self::dev((*pd).device), Udata::from_raw(udata)) };
             let data = T::alloc_pd(dev, &mut udata)?;
             // SAFETY: `pd` was allocated with `Pd::<T>::SIZE` bytes.
-            unsafe { Pd::<T>::init(pd, data) };
+            unsafe { Pd::<T>::init_value(pd, data) };
             Ok(0)
         })
     }
@@ -209,6 +361,277 @@ impl<T: Driver> OpsTable<T> {
         // SAFETY: `alloc_pd` succeeded for `pd`; ib_core checked that no
         // object uses the PD any more and destroys it once.
         unsafe { Pd::<T>::drop_data(pd) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `create_cq` callback of a device of driver `T`.
+    unsafe extern "C" fn create_cq(
+        cq: *mut b::ib_cq,
+        attr: *const b::ib_cq_init_attr,
+        bundle: *mut b::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a freshly allocated CQ whose `device` is
+            // set, valid attributes and a NULL or valid attribute bundle.
+            let (dev, attr, mut udata) = unsafe {
+                (Self::dev((*cq).device), &*attr, Udata::from_raw(b::rrxe_bundle_udata(bundle)))
+            };
+            let mut cqe = 0;
+            let data = T::create_cq(dev, attr, &mut cqe, &mut udata)?;
+            // SAFETY: `cq` was allocated with `Cq::<T>::SIZE` bytes.
+            unsafe {
+                Cq::<T>::init(cq, data)?;
+                (*cq).cqe = cqe as c_int;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `destroy_cq` callback of a device of driver `T`.
+    unsafe extern "C" fn destroy_cq(cq: *mut b::ib_cq, _udata: *mut b::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: `create_cq` succeeded for `cq`.
+            T::destroy_cq(unsafe { Cq::<T>::from_raw(cq) })?;
+            // SAFETY: The driver agreed; ib_core frees `cq` after this returns.
+            unsafe { Cq::<T>::drop_data(cq) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `resize_user_cq` callback of a device of driver `T`.
+    unsafe extern "C" fn resize_cq(cq: *mut b::ib_cq, cqe: c_uint, udata: *mut b::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: `create_cq` succeeded for `cq`; `udata` is NULL or valid.
+            let (obj, mut udata) = unsafe { (Cq::<T>::from_raw(cq), Udata::from_raw(udata)) };
+            let cqe = T::resize_cq(obj, cqe, &mut udata)?;
+            // SAFETY: ib_core serialises resize with other users of `cqe`.
+            unsafe { (*cq).cqe = cqe as c_int };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `req_notify_cq` callback of a device of driver `T`.
+    unsafe extern "C" fn req_notify_cq(cq: *mut b::ib_cq, flags: b::ib_cq_notify_flags) -> c_int {
+        from_result(|| {
+            // SAFETY: `create_cq` succeeded for `cq`.
+            let missed = T::req_notify_cq(unsafe { Cq::<T>::from_raw(cq) }, flags)?;
+            Ok(c_int::from(missed))
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `create_qp` callback of a device of driver `T`.
+    unsafe extern "C" fn create_qp(
+        qp: *mut b::ib_qp,
+        init: *mut b::ib_qp_init_attr,
+        udata: *mut b::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a freshly allocated QP whose `pd` is set
+            // (and holds references on its PD, CQs and SRQ), valid initial
+            // attributes and a NULL or valid udata.
+            let (pd, mut init, mut udata) = unsafe {
+                (Pd::<T>::from_raw((*qp).pd), QpInit::<'_>::new(&mut *init), Udata::from_raw(udata))
+            };
+            let (data, qpn) = T::create_qp(pd, &mut init, &mut udata)?;
+            // SAFETY: `qp` was allocated with `Qp::<T>::SIZE` bytes.
+            unsafe {
+                Qp::<T>::init(qp, data)?;
+                (*qp).qp_num = qpn;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `modify_qp` callback of a device of driver `T`.
+    unsafe extern "C" fn modify_qp(
+        qp: *mut b::ib_qp,
+        attr: *mut b::ib_qp_attr,
+        mask: c_int,
+        udata: *mut b::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `create_qp` succeeded for `qp`; the other arguments are
+            // valid for the call.
+            let (obj, attr, mut udata) =
+                unsafe { (Qp::<T>::from_raw(qp), QpAttr::new(&*attr), Udata::from_raw(udata)) };
+            T::modify_qp(obj, &attr, mask as u32, &mut udata)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `query_qp` callback of a device of driver `T`.
+    unsafe extern "C" fn query_qp(
+        qp: *mut b::ib_qp,
+        attr: *mut b::ib_qp_attr,
+        _mask: c_int,
+        init: *mut b::ib_qp_init_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `create_qp` succeeded for `qp`; ib_core passes valid
+            // output buffers.
+            let (obj, attr, init) = unsafe { (Qp::<T>::from_raw(qp), &mut *attr, &mut *init) };
+            T::query_qp(obj, attr, init)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `destroy_qp` callback of a device of driver `T`.
+    unsafe extern "C" fn destroy_qp(qp: *mut b::ib_qp, _udata: *mut b::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: `create_qp` succeeded for `qp`.
+            T::destroy_qp(unsafe { Qp::<T>::from_raw(qp) })?;
+            // SAFETY: The driver agreed; ib_core frees `qp` after this returns.
+            unsafe { Qp::<T>::drop_data(qp) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `create_srq` callback of a device of driver `T`.
+    unsafe extern "C" fn create_srq(
+        srq: *mut b::ib_srq,
+        init: *mut b::ib_srq_init_attr,
+        udata: *mut b::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a freshly allocated SRQ whose `pd` is set,
+            // valid initial attributes and a NULL or valid udata.
+            let (pd, mut init, mut udata) = unsafe {
+                (Pd::<T>::from_raw((*srq).pd), SrqInit::<'_>::new(&mut *init), Udata::from_raw(udata))
+            };
+            let data = T::create_srq(pd, &mut init, &mut udata)?;
+            // SAFETY: `srq` was allocated with `Srq::<T>::SIZE` bytes.
+            unsafe { Srq::<T>::init(srq, data)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `modify_srq` callback of a device of driver `T`.
+    unsafe extern "C" fn modify_srq(
+        srq: *mut b::ib_srq,
+        attr: *mut b::ib_srq_attr,
+        mask: b::ib_srq_attr_mask,
+        udata: *mut b::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `create_srq` succeeded for `srq`; the other arguments are
+            // valid for the call.
+            let (obj, attr, mut udata) = unsafe { (Srq::<T>::from_raw(srq), &*attr, Udata::from_raw(udata)) };
+            T::modify_srq(obj, attr, mask, &mut udata)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `query_srq` callback of a device of driver `T`.
+    unsafe extern "C" fn query_srq(srq: *mut b::ib_srq, attr: *mut b::ib_srq_attr) -> c_int {
+        from_result(|| {
+            // SAFETY: `create_srq` succeeded for `srq`; `attr` is valid.
+            let (obj, attr) = unsafe { (Srq::<T>::from_raw(srq), &mut *attr) };
+            T::query_srq(obj, attr)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `destroy_srq` callback of a device of driver `T`.
+    unsafe extern "C" fn destroy_srq(srq: *mut b::ib_srq, _udata: *mut b::ib_udata) -> c_int {
+        // SAFETY: `create_srq` succeeded; ib_core refuses while QPs use the
+        // SRQ and frees it after this returns.
+        unsafe { Srq::<T>::drop_data(srq) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `create_ah`/`create_user_ah` callback of a device of driver `T`.
+    unsafe extern "C" fn create_ah(
+        ah: *mut b::ib_ah,
+        init: *mut b::rdma_ah_init_attr,
+        udata: *mut b::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a freshly allocated AH whose `pd` is set,
+            // an init attribute whose `ah_attr` is valid, and a NULL or valid udata.
+            let (pd, attr, mut udata) =
+                unsafe { (Pd::<T>::from_raw((*ah).pd), &*(*init).ah_attr, Udata::from_raw(udata)) };
+            let data = T::create_ah(pd, attr, &mut udata)?;
+            // SAFETY: `ah` was allocated with `Ah::<T>::SIZE` bytes.
+            unsafe { Ah::<T>::init_value(ah, data) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `destroy_ah` callback of a device of driver `T`.
+    unsafe extern "C" fn destroy_ah(ah: *mut b::ib_ah, _flags: u32) -> c_int {
+        // SAFETY: `create_ah` succeeded; ib_core frees `ah` after this returns.
+        unsafe { Ah::<T>::drop_data(ah) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `reg_user_mr` callback of a device of driver `T`.
+    unsafe extern "C" fn reg_user_mr(
+        pd: *mut b::ib_pd,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        dmah: *mut b::ib_dmah,
+        udata: *mut b::ib_udata,
+    ) -> *mut b::ib_mr {
+        let res = (|| {
+            if !dmah.is_null() {
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: ib_core passes a live PD and a NULL or valid udata.
+            let (pd, mut udata) = unsafe { (Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
+            let new = T::reg_user_mr(pd, start, length, iova, access as u32, &mut udata)?;
+            let mr = Mr::<T>::new_boxed(new.data)?;
+            // SAFETY: `mr` is a fresh, zeroed `ib_mr` that ib_core fills in
+            // further after this returns.
+            unsafe {
+                (*mr).lkey = new.lkey;
+                (*mr).rkey = new.rkey;
+            }
+            Ok(mr)
+        })();
+        match res {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `dereg_mr` callback of a device of driver `T`.
+    unsafe extern "C" fn dereg_mr(mr: *mut b::ib_mr, _udata: *mut b::ib_udata) -> c_int {
+        // SAFETY: `reg_user_mr` made `mr` with `new_boxed`; ib_core drops it once.
+        unsafe { Mr::<T>::free_boxed(mr) };
         0
     }
 

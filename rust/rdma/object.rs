@@ -8,7 +8,7 @@
 //! core structure followed by the driver's data, which the abstraction writes
 //! in the create callback and drops in the destroy callback.
 
-use kernel::types::Opaque;
+use kernel::{prelude::*, types::Opaque};
 
 /// A driver object: ib_core's structure `B` followed by driver data `D`.
 ///
@@ -31,16 +31,40 @@ impl<B, D> Object<B, D> {
         core::mem::size_of::<Self>()
     };
 
-    /// Writes the data of a freshly allocated object.
+    /// Initialises the data of a freshly allocated object in place.
     ///
     /// # Safety
     ///
     /// `core` must be the core structure of an allocation of `SIZE` bytes whose
-    /// data is not initialised.
-    pub(crate) unsafe fn init(core: *mut B, data: D) {
+    /// data is not initialised, and that does not move until it is freed.
+    pub(crate) unsafe fn init(core: *mut B, data: impl PinInit<D, Error>) -> Result {
+        let obj = core.cast::<Self>();
+        // SAFETY: Guaranteed by the caller: the slot is valid, uninitialised
+        // and pinned (ib_core never moves its objects). On error the
+        // initialiser leaves nothing behind to drop.
+        unsafe { data.__init(core::ptr::addr_of_mut!((*obj).data)) }
+    }
+
+    /// Writes the data of a freshly allocated object.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Object::init`].
+    pub(crate) unsafe fn init_value(core: *mut B, data: D) {
         let obj = core.cast::<Self>();
         // SAFETY: Guaranteed by the caller.
         unsafe { core::ptr::addr_of_mut!((*obj).data).write(data) };
+    }
+
+    /// Returns the object containing the core structure at `core`.
+    ///
+    /// # Safety
+    ///
+    /// `core` must be the core structure of an `Object<B, D>` whose data is
+    /// initialised and stays so for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(core: *mut B) -> &'a Self {
+        // SAFETY: `Object` is `repr(C)` with the core structure at offset 0.
+        unsafe { &*core.cast::<Self>() }
     }
 
     /// Drops the data; the object must not be used as initialised afterwards.
@@ -53,6 +77,29 @@ impl<B, D> Object<B, D> {
         let obj = core.cast::<Self>();
         // SAFETY: Guaranteed by the caller.
         unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*obj).data)) };
+    }
+
+    /// Allocates a zeroed object on the heap for a driver-allocated object
+    /// (ib_core lets drivers allocate MRs themselves) and initialises its data.
+    pub(crate) fn new_boxed(data: D) -> Result<*mut B> {
+        let mut slot = KBox::<Self>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
+        let obj = slot.as_mut_ptr();
+        // SAFETY: `obj` is valid, zeroed memory for an `Object`.
+        unsafe { Self::init_value(obj.cast(), data) };
+        // SAFETY: The core structure is zero-initialised (as ib_core expects)
+        // and the data was just initialised.
+        let obj = KBox::into_raw(unsafe { slot.assume_init() });
+        Ok(obj.cast())
+    }
+
+    /// Drops and frees an object made by [`Object::new_boxed`].
+    ///
+    /// # Safety
+    ///
+    /// `core` must come from `new_boxed` and not be used afterwards.
+    pub(crate) unsafe fn free_boxed(core: *mut B) {
+        // SAFETY: Guaranteed by the caller.
+        drop(unsafe { KBox::from_raw(core.cast::<Self>()) });
     }
 
     /// Returns the core structure.

@@ -42,6 +42,11 @@ impl Udata {
         Self { raw }
     }
 
+    /// The raw udata, `None` for a kernel caller.
+    pub(crate) fn as_raw(&self) -> Option<*mut b::ib_udata> {
+        (!self.raw.is_null()).then_some(self.raw)
+    }
+
     /// Returns whether the verb came from user space.
     pub fn is_user(&self) -> bool {
         !self.raw.is_null()
@@ -90,6 +95,27 @@ impl Udata {
             return Err(EFAULT);
         }
         Ok(val)
+    }
+
+    /// Writes `val` to the user address `addr` that the driver request named.
+    pub fn write_to_user<R: UserPod>(&self, addr: u64, val: &R) -> Result {
+        if !self.is_user() {
+            return Err(EINVAL);
+        }
+        let to = usize::try_from(addr).map_err(|_| EFAULT)? as *mut c_void;
+        // SAFETY: `copy_to_user` checks that the range is user memory and
+        // reports faults; `val` is plain data of the given size.
+        let left = unsafe {
+            b::rrxe_copy_to_user(
+                to,
+                core::ptr::from_ref(val).cast(),
+                core::mem::size_of::<R>() as kernel::ffi::c_ulong,
+            )
+        };
+        if left != 0 {
+            return Err(EFAULT);
+        }
+        Ok(())
     }
 
     /// Writes the driver response `resp`; a kernel caller has no response.

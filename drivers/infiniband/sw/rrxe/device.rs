@@ -8,11 +8,19 @@
 //! Port state events are ib_core's job: it follows the net device it was
 //! given with `ib_device_set_netdev`.
 
-use crate::rdma::{
-    device::Device,
-    netdev::{NetDevice, NetdevEvent, NetdevHandler},
+use crate::{
+    index::Indices,
+    params as p,
+    rdma::{
+        device::Device,
+        netdev::{NetDevice, NetdevEvent, NetdevHandler},
+    },
 };
-use kernel::{prelude::*, sync::aref::ARef};
+use core::sync::atomic::AtomicU8;
+use kernel::{
+    prelude::*,
+    sync::{aref::ARef, Arc},
+};
 
 kernel::sync::global_lock! {
     // SAFETY: Initialised in the module initialiser before any device exists.
@@ -34,6 +42,16 @@ struct Entry {
 /// Driver data of an rrxe device.
 pub(crate) struct RrxeDev {
     netdev: ARef<NetDevice>,
+    /// QP numbers.
+    pub(crate) qpns: Arc<Indices>,
+    /// SRQ numbers.
+    pub(crate) srqns: Arc<Indices>,
+    /// Address handle numbers.
+    pub(crate) ahns: Arc<Indices>,
+    /// Memory region indices (the upper 24 bits of their keys).
+    pub(crate) mrns: Arc<Indices>,
+    /// Low 8 bits of the next memory key.
+    pub(crate) key_variant: AtomicU8,
 }
 
 impl RrxeDev {
@@ -54,7 +72,15 @@ pub(crate) fn add(name: &CStr, netdev: &NetDevice) -> Result {
         return Err(EEXIST);
     }
     let mac = netdev.mac();
-    Device::register(name, netdev, RrxeDev { netdev: netdev.into() }, |setup| {
+    let data = RrxeDev {
+        netdev: netdev.into(),
+        qpns: Arc::new(Indices::new(p::MIN_QPN, p::MIN_QPN + p::MAX_QP - 1)?, GFP_KERNEL)?,
+        srqns: Arc::new(Indices::new(p::MIN_SRQN, p::MIN_SRQN + p::MAX_SRQ - 1)?, GFP_KERNEL)?,
+        ahns: Arc::new(Indices::new(1, p::MAX_AH)?, GFP_KERNEL)?,
+        mrns: Arc::new(Indices::new(1, p::MAX_MR)?, GFP_KERNEL)?,
+        key_variant: AtomicU8::new(0),
+    };
+    Device::register(name, netdev, data, |setup| {
         // Modified EUI-64 from the MAC, as for IPv6 interface identifiers.
         setup.node_guid([mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]]);
         setup.node_desc(b"rrxe");

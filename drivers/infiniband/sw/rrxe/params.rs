@@ -63,3 +63,10 @@ pub(crate) const UVERBS_ABI_VERSION: u32 = 2;
 /// `IB_PORT_CM_SUP` of `enum ib_port_capability_mask_bits`: the port supports
 /// connection management (rdma_cm).
 pub(crate) const PORT_CAP_CM_SUP: u32 = 1 << 16;
+/// Maximum inline data per send work request (32 SGEs' worth).
+pub(crate) const MAX_INLINE_DATA: u32 = MAX_SGE * 16;
+/// First QP number handed out (0 and 1 are the special QPs, the rest is
+/// reserved as in rxe).
+pub(crate) const MIN_QPN: u32 = 16;
+/// First SRQ number handed out.
+pub(crate) const MIN_SRQN: u32 = 0x0002_0001;

@@ -5,6 +5,7 @@
  */
 #include <linux/netdevice.h>
 #include <linux/crc32.h>
+#include <linux/vmalloc.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
@@ -30,3 +31,8 @@ void rrxe_dev_put(struct net_device *ndev);
 unsigned long rrxe_copy_from_user(void *to, const void __user *from, unsigned long n);
 unsigned long rrxe_copy_to_user(void __user *to, const void *from, unsigned long n);
 bool rrxe_user_buffer_is_zero(const void __user *p, size_t len);
+struct ib_ucontext *rrxe_udata_to_ucontext(struct ib_udata *udata);
+struct ib_udata *rrxe_bundle_udata(struct uverbs_attr_bundle *attrs);
+unsigned long rrxe_mmap_entry_offset(const struct rdma_user_mmap_entry *entry);
+struct ib_umem *rrxe_umem_get(struct ib_device *dev, unsigned long addr, size_t size, int access);
+void *rrxe_vmalloc_user(unsigned long size);

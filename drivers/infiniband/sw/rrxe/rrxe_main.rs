@@ -14,8 +14,16 @@ use kernel::prelude::*;
 #[path = "../../../../rust/rdma/mod.rs"]
 pub mod rdma;
 
+mod ah;
+mod cq;
 mod device;
+mod index;
+mod mr;
 mod params;
+mod qp;
+mod queue;
+mod srq;
+mod uapi;
 mod verbs;
 
 use rdma::{

@@ -69,3 +69,29 @@ bool rrxe_user_buffer_is_zero(const void __user *p, size_t len)
 {
 	return ib_is_buffer_cleared(p, len);
 }
+
+struct ib_ucontext *rrxe_udata_to_ucontext(struct ib_udata *udata)
+{
+	return container_of(udata, struct uverbs_attr_bundle, driver_udata)->context;
+}
+
+struct ib_udata *rrxe_bundle_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+
+unsigned long rrxe_mmap_entry_offset(const struct rdma_user_mmap_entry *entry)
+{
+	return rdma_user_mmap_get_offset(entry);
+}
+
+struct ib_umem *rrxe_umem_get(struct ib_device *dev, unsigned long addr, size_t size, int access)
+{
+	return ib_umem_get_va(dev, addr, size, access);
+}
+
+/* vmalloc_user is a macro around vmalloc_user_noprof in 7.3. */
+void *rrxe_vmalloc_user(unsigned long size)
+{
+	return vmalloc_user(size);
+}

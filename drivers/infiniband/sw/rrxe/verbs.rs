@@ -3,16 +3,25 @@
 //! The verbs rrxe implements for ib_core.
 
 use crate::{
+    ah::Ah,
+    cq::Cq,
+    device::RrxeDev,
+    index::Index,
+    mr::Mr,
     params as p,
+    qp::Qp,
     rdma::{
         attr::{ib_mtu_for, DeviceAttr, PortAttr, PortImmutable},
         bindings as b,
         device::Device,
-        driver::Driver,
+        driver::{self, Driver, NewMr},
+        qp::{QpAttr, QpInit, SrqInit},
         udata::Udata,
+        umem::Umem,
     },
-    device::RrxeDev,
+    srq::Srq,
 };
+use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 /// Driver data of a user context.
@@ -36,9 +45,16 @@ fn check_port(port: u32) -> Result {
 impl Driver for RrxeDev {
     type Ucontext = Ucontext;
     type Pd = Pd;
+    type Cq = Cq;
+    type Qp = Qp;
+    type Srq = Srq;
+    type Ah = Ah;
+    type Mr = Mr;
 
     const DRIVER_ID: u32 = b::rdma_driver_id_RDMA_DRIVER_RXE;
     const UVERBS_ABI_VERSION: u32 = p::UVERBS_ABI_VERSION;
+    // librxe arms CQs through the legacy command; not in ib_core's default set.
+    const UVERBS_CMD_MASK: u64 = 1 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ;
 
     fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr<'_>, udata: &Udata) -> Result {
         if udata.inlen() != 0 || udata.outlen() != 0 {
@@ -137,6 +153,104 @@ impl Driver for RrxeDev {
 
     fn alloc_pd(_dev: &Device<Self>, _udata: &mut Udata) -> Result<Pd> {
         Ok(Pd)
+    }
+
+    fn create_cq(
+        _dev: &Device<Self>,
+        attr: &b::ib_cq_init_attr,
+        cqe: &mut u32,
+        udata: &mut Udata,
+    ) -> Result<impl PinInit<Cq, Error>> {
+        Cq::new(attr, cqe, udata)
+    }
+
+    fn destroy_cq(_cq: &driver::Cq<Self>) -> Result {
+        Ok(())
+    }
+
+    fn resize_cq(cq: &driver::Cq<Self>, cqe: u32, udata: &mut Udata) -> Result<u32> {
+        cq.data().resize(cqe, udata)
+    }
+
+    fn req_notify_cq(cq: &driver::Cq<Self>, flags: u32) -> Result<bool> {
+        Ok(cq.data().req_notify(flags))
+    }
+
+    fn create_qp(
+        pd: &driver::Pd<Self>,
+        init: &mut QpInit<'_>,
+        udata: &mut Udata,
+    ) -> Result<(impl PinInit<Qp, Error>, u32)> {
+        let num = Index::new(&pd.device::<Self>().data().qpns)?;
+        let qpn = num.get();
+        Ok((Qp::new(num, init, udata)?, qpn))
+    }
+
+    fn modify_qp(qp: &driver::Qp<Self>, attr: &QpAttr<'_>, mask: u32, _udata: &mut Udata) -> Result {
+        qp.data().modify(attr, mask)
+    }
+
+    fn query_qp(qp: &driver::Qp<Self>, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_init_attr) -> Result {
+        qp.data().query(attr, init);
+        Ok(())
+    }
+
+    fn destroy_qp(_qp: &driver::Qp<Self>) -> Result {
+        Ok(())
+    }
+
+    fn create_srq(
+        pd: &driver::Pd<Self>,
+        init: &mut SrqInit<'_>,
+        udata: &mut Udata,
+    ) -> Result<impl PinInit<Srq, Error>> {
+        let num = Index::new(&pd.device::<Self>().data().srqns)?;
+        Srq::new(num, init, udata)
+    }
+
+    fn modify_srq(srq: &driver::Srq<Self>, attr: &b::ib_srq_attr, mask: u32, udata: &mut Udata) -> Result {
+        srq.data().modify(attr, mask, udata)
+    }
+
+    fn query_srq(srq: &driver::Srq<Self>, attr: &mut b::ib_srq_attr) -> Result {
+        srq.data().query(attr);
+        Ok(())
+    }
+
+    fn create_ah(pd: &driver::Pd<Self>, attr: &b::rdma_ah_attr, udata: &mut Udata) -> Result<Ah> {
+        let num = Index::new(&pd.device::<Self>().data().ahns)?;
+        Ah::new(num, attr, udata)
+    }
+
+    fn reg_user_mr(
+        pd: &driver::Pd<Self>,
+        start: u64,
+        length: u64,
+        _iova: u64,
+        access: u32,
+        _udata: &mut Udata,
+    ) -> Result<NewMr<Mr>> {
+        use b::*;
+        let supported = ib_access_flags_IB_ACCESS_LOCAL_WRITE
+            | ib_access_flags_IB_ACCESS_REMOTE_WRITE
+            | ib_access_flags_IB_ACCESS_REMOTE_READ
+            | ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
+            | ib_access_flags_IB_ACCESS_MW_BIND
+            | ib_access_flags_IB_ACCESS_OPTIONAL;
+        if access & !supported != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let dev = pd.device::<Self>();
+        let umem = Umem::get(dev, start, length, access)?;
+        let index = Index::new(&dev.data().mrns)?;
+        let variant = dev.data().key_variant.fetch_add(1, Ordering::Relaxed);
+        let mr = Mr::new(index, umem);
+        let key = mr.key(variant);
+        Ok(NewMr {
+            data: mr,
+            lkey: key,
+            rkey: key,
+        })
     }
 
     fn enable(dev: &Device<Self>) -> Result {

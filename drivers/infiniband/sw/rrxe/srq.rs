@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues: one receive ring for many QPs, with a low-water
+//! limit that raises `IB_EVENT_SRQ_LIMIT_REACHED` once armed.
+
+use crate::{
+    index::Index,
+    params as p,
+    queue::Queue,
+    rdma::{bindings as b, qp::SrqInit, udata::Udata},
+    uapi::{RECV_WQE_HDR, SGE_SIZE},
+};
+use kernel::{new_mutex, prelude::*, sync::Mutex};
+
+struct State {
+    ring: Queue,
+    limit: u32,
+}
+
+/// Driver data of a shared receive queue.
+#[pin_data]
+pub(crate) struct Srq {
+    num: Index,
+    max_sge: u32,
+    #[pin]
+    state: Mutex<State>,
+}
+
+fn check_wr(max_wr: u32) -> Result {
+    if max_wr == 0 || max_wr > p::MAX_SRQ_WR {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+impl Srq {
+    /// Creates an SRQ with its ring mapped into the caller.
+    pub(crate) fn new(num: Index, init: &mut SrqInit<'_>, udata: &mut Udata) -> Result<impl PinInit<Self, Error>> {
+        if init.srq_type() != b::ib_srq_type_IB_SRQT_BASIC {
+            return Err(EOPNOTSUPP);
+        }
+        if !udata.is_user() {
+            return Err(EOPNOTSUPP);
+        }
+        let attr = init.attr();
+        check_wr(attr.max_wr)?;
+        if attr.max_sge == 0 || attr.max_sge > p::MAX_SRQ_SGE {
+            return Err(EINVAL);
+        }
+        let ring = Queue::new(udata, attr.max_wr, RECV_WQE_HDR + attr.max_sge as usize * SGE_SIZE)?;
+        if attr.srq_limit > ring.capacity() {
+            return Err(EINVAL);
+        }
+        udata.write(&b::rxe_create_srq_resp {
+            mi: ring.mminfo(),
+            srq_num: num.get(),
+            reserved: 0,
+        })?;
+        attr.max_wr = ring.capacity();
+        let (max_sge, limit) = (attr.max_sge, attr.srq_limit);
+        Ok(try_pin_init!(Self {
+            num,
+            max_sge,
+            state <- new_mutex!(State { ring, limit }),
+        }))
+    }
+
+    /// Resizes (`IB_SRQ_MAX_WR`) and/or arms the limit (`IB_SRQ_LIMIT`).
+    pub(crate) fn modify(&self, attr: &b::ib_srq_attr, mask: u32, udata: &mut Udata) -> Result {
+        let mut st = self.state.lock();
+        if mask & b::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0 {
+            check_wr(attr.max_wr)?;
+            if st.limit != 0 && attr.max_wr < st.limit {
+                return Err(EINVAL);
+            }
+            // librxe passes where to write the new ring's mmap information.
+            let cmd: b::rxe_modify_srq_cmd = udata.read()?;
+            let ring = st.ring.resized(udata, attr.max_wr)?;
+            udata.write_to_user(cmd.mmap_info_addr, &ring.mminfo())?;
+            st.ring = ring;
+        }
+        if mask & b::ib_srq_attr_mask_IB_SRQ_LIMIT != 0 {
+            if attr.srq_limit > st.ring.capacity() {
+                return Err(EINVAL);
+            }
+            st.limit = attr.srq_limit;
+        }
+        Ok(())
+    }
+
+    /// Reports the attributes (`query_srq`).
+    pub(crate) fn query(&self, attr: &mut b::ib_srq_attr) {
+        let st = self.state.lock();
+        attr.max_wr = st.ring.capacity();
+        attr.max_sge = self.max_sge;
+        attr.srq_limit = st.limit;
+    }
+}

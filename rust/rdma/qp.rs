@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pair and shared receive queue attributes.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
+//!
+//! The create attributes carry pointers to other objects (CQs, SRQ, XRC
+//! domain); the driver only sees what it needs through methods, and the
+//! capabilities it may adjust.
+
+use super::bindings as b;
+use core::ops::Deref;
+
+/// Initial attributes of a queue pair being created (`struct ib_qp_init_attr`).
+pub struct QpInit<'a>(&'a mut b::ib_qp_init_attr);
+
+impl<'a> QpInit<'a> {
+    pub(crate) fn new(raw: &'a mut b::ib_qp_init_attr) -> Self {
+        Self(raw)
+    }
+
+    /// Transport type (`enum ib_qp_type`: RC, UC, UD, ...).
+    pub fn qp_type(&self) -> u32 {
+        self.0.qp_type
+    }
+
+    /// `IB_QP_CREATE_*` flags.
+    pub fn create_flags(&self) -> u32 {
+        self.0.create_flags
+    }
+
+    /// Whether every send work request generates a completion.
+    pub fn sq_sig_all(&self) -> bool {
+        self.0.sq_sig_type == b::ib_sig_type_IB_SIGNAL_ALL_WR
+    }
+
+    /// Whether receives come from a shared receive queue.
+    pub fn has_srq(&self) -> bool {
+        !self.0.srq.is_null()
+    }
+
+    /// Whether both completion queues are given.
+    pub fn has_cqs(&self) -> bool {
+        !self.0.send_cq.is_null() && !self.0.recv_cq.is_null()
+    }
+
+    /// Requested capabilities; the driver writes back what it provides.
+    pub fn cap(&mut self) -> &mut b::ib_qp_cap {
+        &mut self.0.cap
+    }
+}
+
+/// Initial attributes of a shared receive queue (`struct ib_srq_init_attr`).
+pub struct SrqInit<'a>(&'a mut b::ib_srq_init_attr);
+
+impl<'a> SrqInit<'a> {
+    pub(crate) fn new(raw: &'a mut b::ib_srq_init_attr) -> Self {
+        Self(raw)
+    }
+
+    /// Kind of SRQ (`enum ib_srq_type`).
+    pub fn srq_type(&self) -> u32 {
+        self.0.srq_type
+    }
+
+    /// Requested size, SGE count and limit; the driver writes back what it provides.
+    pub fn attr(&mut self) -> &mut b::ib_srq_attr {
+        &mut self.0.attr
+    }
+}
+
+/// Attributes of a `modify_qp` call (`struct ib_qp_attr`), read-only.
+pub struct QpAttr<'a>(&'a b::ib_qp_attr);
+
+impl<'a> QpAttr<'a> {
+    pub(crate) fn new(raw: &'a b::ib_qp_attr) -> Self {
+        Self(raw)
+    }
+}
+
+impl Deref for QpAttr<'_> {
+    type Target = b::ib_qp_attr;
+    fn deref(&self) -> &b::ib_qp_attr {
+        self.0
+    }
+}
+
+/// Whether the IB specification's QP state table allows moving a QP of
+/// `qp_type` from `cur` to `next` with exactly the attributes in `mask`.
+pub fn modify_is_ok(cur: u32, next: u32, qp_type: u32, mask: u32) -> bool {
+    // SAFETY: `ib_modify_qp_is_ok` is a pure table lookup; out-of-range
+    // states or types are rejected by it.
+    unsafe { b::ib_modify_qp_is_ok(cur, next, qp_type, mask) }
+}
