@@ -8,7 +8,10 @@ use rrxe_proto::{icrc, parse, SoftCrc32};
 fuzz_target!(|data: &[u8]| {
     let _ = icrc::verify_ip_packet(&mut SoftCrc32, data);
     if let Ok(p) = parse(data) {
-        let len = p.hdr.packet_len(p.payload.len()).expect("parsed headers re-emit");
+        let len = p
+            .hdr
+            .packet_len(p.payload.len())
+            .expect("parsed headers re-emit");
         assert!(len <= data.len());
         let mut out = vec![0u8; len];
         let off = p.hdr.emit(&mut out, p.payload.len()).expect("emit");

@@ -35,7 +35,13 @@ impl MemoryAccess for Mem {
         let w = self.range(rkey, va, 8)?;
         let old = u64::from_ne_bytes(w[..8].try_into().unwrap());
         let new = match op {
-            AtomicOp::CmpSwap { compare, swap } => if old == compare { swap } else { old },
+            AtomicOp::CmpSwap { compare, swap } => {
+                if old == compare {
+                    swap
+                } else {
+                    old
+                }
+            }
             AtomicOp::FetchAdd { add } => old.wrapping_add(add),
         };
         w.copy_from_slice(&new.to_ne_bytes());
@@ -70,7 +76,9 @@ impl CompletionSink for Cq {
 fuzz_target!(|data: &[u8]| {
     let mut cfg = QpConfig::new(0x11, 0x22);
     cfg.mtu = 256;
-    let Ok(mut qp) = Qp::<4, 4, 6>::new(cfg) else { return };
+    let Ok(mut qp) = Qp::<4, 4, 6>::new(cfg) else {
+        return;
+    };
     let mut mem = Mem(vec![0; 4096]);
     let mut tx = Tx::default();
     let mut cq = Cq;
@@ -82,10 +90,22 @@ fuzz_target!(|data: &[u8]| {
         let (pkt, tail) = tail.split_at(len);
         rest = tail;
         now += u64::from(ctl);
-        let mut env = Env { now_us: now, mem: &mut mem, tx: &mut tx, cq: &mut cq };
+        let mut env = Env {
+            now_us: now,
+            mem: &mut mem,
+            tx: &mut tx,
+            cq: &mut cq,
+        };
         if ctl & 0x80 != 0 {
             // Control byte with the high bit: also post work and run timers.
-            let wr = RecvWr { wr_id: posted, sge: Sge { addr: 0, length: 1024, lkey: 0x42 } };
+            let wr = RecvWr {
+                wr_id: posted,
+                sge: Sge {
+                    addr: 0,
+                    length: 1024,
+                    lkey: 0x42,
+                },
+            };
             let _ = qp.post_recv(&mut env, wr);
             let op = match posted % 4 {
                 0 => WrOp::Send,
@@ -93,11 +113,19 @@ fuzz_target!(|data: &[u8]| {
                 2 => WrOp::Read,
                 _ => WrOp::FetchAdd { add: 1 },
             };
-            let length = if posted % 4 == 3 { 8 } else { (posted * 97 % 700) as u32 };
+            let length = if posted % 4 == 3 {
+                8
+            } else {
+                (posted * 97 % 700) as u32
+            };
             let wr = SendWr {
                 wr_id: posted,
                 op,
-                sge: Sge { addr: 1024, length, lkey: 0x42 },
+                sge: Sge {
+                    addr: 1024,
+                    length,
+                    lkey: 0x42,
+                },
                 remote_addr: 2048,
                 rkey: 0x42,
                 signaled: true,
