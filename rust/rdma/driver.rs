@@ -185,6 +185,12 @@ impl<T: Driver> OpsTable<T> {
             get_link_layer: op!(T::HAS_LINK_LAYER_IS_ETHERNET, Self::get_link_layer),
             alloc_ucontext: op!(T::HAS_ALLOC_UCONTEXT, Self::alloc_ucontext),
             dealloc_ucontext: op!(T::HAS_ALLOC_UCONTEXT, Self::dealloc_ucontext),
+            // Lets ib_core tear down user objects when the device goes away
+            // while processes still hold it open (they get
+            // IB_EVENT_DEVICE_FATAL and errors): every driver resource is
+            // released through the objects' destroy callbacks, and ib_core
+            // zaps the user mappings, so there is nothing extra to do.
+            disassociate_ucontext: Some(Self::disassociate_ucontext),
             mmap: Some(Self::mmap),
             mmap_free: Some(Self::mmap_free),
             alloc_pd: op!(T::HAS_ALLOC_PD, Self::alloc_pd),
@@ -322,6 +328,11 @@ impl<T: Driver> OpsTable<T> {
         // SAFETY: `alloc_ucontext` succeeded for `ctx`, and ib_core destroys it once.
         unsafe { Ucontext::<T>::drop_data(ctx) };
     }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `disassociate_ucontext` callback of a device of driver `T`.
+    unsafe extern "C" fn disassociate_ucontext(_ctx: *mut b::ib_ucontext) {}
 
     /// # Safety
     ///
