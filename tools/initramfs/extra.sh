@@ -9,7 +9,7 @@
 # The second archive holds:
 #   tools/testing/guest/*.sh        -> /rrxe/tests/        (plus lib/ -> /rrxe/tests/lib/)
 #   each --tests DIR's *.sh         -> /rrxe/tests/        (e.g. tools/testing/selftest)
-#   rrxe.ko (--ko, default drivers/infiniband/sw/rrxe/rrxe.ko if built) -> /rrxe/rrxe.ko
+#   rrxe.ko (--ko, default: tools/module.sh's build for the kernel's variant) -> /rrxe/rrxe.ko
 #   $KDIR/modinstall/lib/modules/*  -> /lib/modules/       (modprobe rdma_rxe)
 #   $RRXE_OUT/guest-bin/*           -> /rrxe/bin/          (first on PATH)
 #   each --add SRC=/PATH            -> /PATH               (not under /lib, /bin: use /usr/...)
@@ -36,7 +36,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$out" ] || die "--out FILE is required"
-default_ko=$repo/drivers/infiniband/sw/rrxe/rrxe.ko
+# tools/module.sh builds each kernel variant's module in its own tree.
+kvariant=$(sed -n 's/^variant=//p' "${kdir:-/nonexistent}/rrxe-kernel.info" 2>/dev/null)
+default_ko=${RRXE_OUT:-$repo/out}/module/${kvariant:-normal}/drivers/infiniband/sw/rrxe/rrxe.ko
 if [ -z "$ko" ] && [ -f "$default_ko" ]; then
     ko=$default_ko
     # The repo's build must be for this guest's kernel (a normal-kernel module in the

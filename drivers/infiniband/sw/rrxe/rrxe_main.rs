@@ -3,7 +3,7 @@
 //! rrxe: a soft-RoCE v2 (RDMA over Converged Ethernet) driver.
 //!
 //! The driver proper is policy on top of two layers it mounts by path:
-//! [`rdma`], the safe abstractions over ib_core, and `proto`, the
+//! [`rdma`], the safe abstractions over ib_core, and [`proto`], the
 //! `unsafe`-free protocol core that is also tested on the host.
 //!
 //! `rdma link add NAME type rrxe netdev DEV` creates a device; it goes away
@@ -13,6 +13,9 @@ use kernel::prelude::*;
 
 #[path = "../../../../rust/rdma/mod.rs"]
 pub mod rdma;
+
+#[path = "../../../../rust/proto/src/proto/mod.rs"]
+pub mod proto;
 
 mod ah;
 mod cq;
