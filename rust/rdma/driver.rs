@@ -49,6 +49,53 @@ impl<D> Object<b::ib_pd, D> {
     }
 }
 
+impl<D> Object<b::ib_cq, D> {
+    /// Signals a completion event to whoever armed the CQ (a completion
+    /// channel in user space, or a kernel consumer).
+    pub fn completion_event(&self) {
+        let cq = self.as_raw();
+        // SAFETY: ib_core sets `comp_handler` and `cq_context` when it creates
+        // the CQ and they stay valid while the CQ exists.
+        unsafe {
+            if let Some(handler) = (*cq).comp_handler {
+                handler(cq, (*cq).cq_context);
+            }
+        }
+    }
+}
+
+/// A completion queue that a queue pair completes into.
+///
+/// # Invariants
+///
+/// Points to a live `Cq<T>`: ib_core holds a use count on a QP's CQs from
+/// before `create_qp` until after `destroy_qp` returns. A `CqRef` is only
+/// handed to the driver's `create_qp`, is not `Clone`, and must be kept in
+/// that QP's data, which `destroy_qp` drops.
+pub struct CqRef<T: Driver>(core::ptr::NonNull<Cq<T>>);
+
+// SAFETY: `Cq<T>`'s driver data is `Send + Sync`; ib_core synchronises the core part.
+unsafe impl<T: Driver> Send for CqRef<T> {}
+// SAFETY: See `Send` above.
+unsafe impl<T: Driver> Sync for CqRef<T> {}
+
+impl<T: Driver> core::ops::Deref for CqRef<T> {
+    type Target = Cq<T>;
+    fn deref(&self) -> &Cq<T> {
+        // SAFETY: By the invariant the CQ is alive.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T: Driver> CqRef<T> {
+    /// # Safety
+    ///
+    /// `cq` must be a live CQ of driver `T` that stays alive as the invariant requires.
+    pub(crate) unsafe fn new(cq: *mut b::ib_cq) -> Option<Self> {
+        core::ptr::NonNull::new(cq.cast::<Cq<T>>()).map(Self)
+    }
+}
+
 /// What a driver's `reg_user_mr` hands back.
 pub struct NewMr<M> {
     /// Driver data of the region.
@@ -114,10 +161,13 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Arms completion notification; returns whether completions were missed.
     fn req_notify_cq(cq: &Cq<Self>, flags: u32) -> Result<bool>;
 
-    /// Creates a queue pair; returns its data and QP number.
+    /// Creates a queue pair; returns its data and QP number. `send_cq` and
+    /// `recv_cq` are the CQs it completes into.
     fn create_qp(
         pd: &Pd<Self>,
         init: &mut QpInit<'_>,
+        send_cq: CqRef<Self>,
+        recv_cq: CqRef<Self>,
         udata: &mut Udata,
     ) -> Result<(impl PinInit<Self::Qp, Error>, u32)>;
     /// Applies the attributes selected by `mask` (a state transition).
@@ -450,10 +500,16 @@ impl<T: Driver> OpsTable<T> {
             // SAFETY: ib_core passes a freshly allocated QP whose `pd` is set
             // (and holds references on its PD, CQs and SRQ), valid initial
             // attributes and a NULL or valid udata.
-            let (pd, mut init, mut udata) = unsafe {
-                (Pd::<T>::from_raw((*qp).pd), QpInit::<'_>::new(&mut *init), Udata::from_raw(udata))
+            let (pd, send_cq, recv_cq) =
+                unsafe { (Pd::<T>::from_raw((*qp).pd), (*init).send_cq, (*init).recv_cq) };
+            // SAFETY: ib_core holds use counts on the QP's CQs for its lifetime.
+            let (send_cq, recv_cq) = unsafe { (CqRef::new(send_cq), CqRef::new(recv_cq)) };
+            let (Some(send_cq), Some(recv_cq)) = (send_cq, recv_cq) else {
+                return Err(EINVAL);
             };
-            let (data, qpn) = T::create_qp(pd, &mut init, &mut udata)?;
+            // SAFETY: As above, `init` and `udata` are valid for the call.
+            let (mut init, mut udata) = unsafe { (QpInit::<'_>::new(&mut *init), Udata::from_raw(udata)) };
+            let (data, qpn) = T::create_qp(pd, &mut init, send_cq, recv_cq, &mut udata)?;
             // SAFETY: `qp` was allocated with `Qp::<T>::SIZE` bytes.
             unsafe {
                 Qp::<T>::init(qp, data)?;

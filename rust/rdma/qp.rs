@@ -39,11 +39,6 @@ impl<'a> QpInit<'a> {
         !self.0.srq.is_null()
     }
 
-    /// Whether both completion queues are given.
-    pub fn has_cqs(&self) -> bool {
-        !self.0.send_cq.is_null() && !self.0.recv_cq.is_null()
-    }
-
     /// Requested capabilities; the driver writes back what it provides.
     pub fn cap(&mut self) -> &mut b::ib_qp_cap {
         &mut self.0.cap

@@ -18,7 +18,16 @@ use kernel::prelude::*;
 ///
 /// Implementors must be `repr(C)` with no padding and no pointers or
 /// references, valid for any bit pattern (the `rdma_user_rxe.h` structures).
-pub unsafe trait UserPod: Copy + Default {}
+pub unsafe trait UserPod: Copy + Default {
+    /// The value's bytes, as user space sees them.
+    fn as_bytes(&self) -> &[u8] {
+        // SAFETY: `Self` has no padding (trait requirement), so all of its
+        // `size_of` bytes are initialised.
+        unsafe {
+            core::slice::from_raw_parts(core::ptr::from_ref(self).cast::<u8>(), core::mem::size_of::<Self>())
+        }
+    }
+}
 
 /// The udata of one verb call.
 ///

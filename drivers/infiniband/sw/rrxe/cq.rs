@@ -3,9 +3,14 @@
 //! Completion queues: a ring of completions librxe polls in user space.
 
 use crate::{
+    device::RrxeDev,
     params as p,
-    queue::Queue,
-    rdma::{bindings as b, udata::Udata},
+    queue::{Queue, Side},
+    rdma::{
+        bindings as b,
+        driver,
+        udata::{Udata, UserPod},
+    },
     uapi::CQE_SIZE,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -41,7 +46,7 @@ impl Cq {
             return Err(EOPNOTSUPP);
         }
         check_size(attr.cqe)?;
-        let ring = Queue::new(udata, attr.cqe, CQE_SIZE)?;
+        let ring = Queue::new(udata, Side::Produce, attr.cqe, CQE_SIZE)?;
         udata.write(&b::rxe_create_cq_resp { mi: ring.mminfo() })?;
         *cqe = ring.capacity();
         Ok(try_pin_init!(Self {
@@ -67,4 +72,20 @@ impl Cq {
             .fetch_or(flags & b::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK, Ordering::AcqRel);
         flags & b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0 && self.ring.lock().count() != 0
     }
+}
+
+/// Adds a completion to `cq` and signals the completion event if the CQ was
+/// armed for it (`IB_CQ_NEXT_COMP`, or `IB_CQ_SOLICITED` for a solicited one).
+/// A full CQ drops the completion and returns `ENOSPC`.
+pub(crate) fn complete(cq: &driver::Cq<RrxeDev>, wc: &b::ib_uverbs_wc, solicited: bool) -> Result {
+    let data = cq.data();
+    data.ring.lock().push(wc.as_bytes())?;
+    let armed = data.notify.load(Ordering::Acquire);
+    let fire = armed & b::ib_cq_notify_flags_IB_CQ_NEXT_COMP != 0
+        || (solicited && armed & b::ib_cq_notify_flags_IB_CQ_SOLICITED != 0);
+    // Notification is one-shot: whoever clears it signals.
+    if fire && data.notify.swap(0, Ordering::AcqRel) != 0 {
+        cq.completion_event();
+    }
+    Ok(())
 }

@@ -4,11 +4,14 @@
 //! and the attributes that `modify_qp` moves through the IB state machine.
 
 use crate::{
+    cq,
+    device::RrxeDev,
     index::Index,
     params as p,
-    queue::Queue,
+    queue::{Queue, Side},
     rdma::{
         bindings as b,
+        driver::CqRef,
         qp::{modify_is_ok, QpAttr, QpInit},
         udata::Udata,
     },
@@ -23,19 +26,26 @@ struct Attrs(b::ib_qp_attr);
 // cleared before storing and never dereferenced; the rest is plain data.
 unsafe impl Send for Attrs {}
 
+/// The mutable part of a QP.
+struct State {
+    attrs: Attrs,
+    sq: Queue,
+    /// `None` when receives come from an SRQ.
+    rq: Option<Queue>,
+}
+
 /// Driver data of a queue pair.
 #[pin_data]
 pub(crate) struct Qp {
     /// Owns the QP number (ib_qp.qp_num) until the QP is destroyed.
-    _num: Index,
+    num: Index,
     qp_type: u32,
     sq_sig_all: bool,
     cap: b::ib_qp_cap,
-    sq: Queue,
-    /// `None` when receives come from an SRQ.
-    rq: Option<Queue>,
+    send_cq: CqRef<RrxeDev>,
+    recv_cq: CqRef<RrxeDev>,
     #[pin]
-    attrs: Mutex<Attrs>,
+    state: Mutex<State>,
 }
 
 const STATE: u32 = b::ib_qp_attr_mask_IB_QP_STATE;
@@ -49,6 +59,8 @@ impl Qp {
     pub(crate) fn new(
         num: Index,
         init: &mut QpInit<'_>,
+        send_cq: CqRef<RrxeDev>,
+        recv_cq: CqRef<RrxeDev>,
         udata: &mut Udata,
     ) -> Result<impl PinInit<Self, Error>> {
         if init.create_flags() != 0 {
@@ -57,9 +69,6 @@ impl Qp {
         let qp_type = init.qp_type();
         if ![b::ib_qp_type_IB_QPT_RC, b::ib_qp_type_IB_QPT_UC, b::ib_qp_type_IB_QPT_UD].contains(&qp_type) {
             return Err(EOPNOTSUPP);
-        }
-        if !init.has_cqs() {
-            return Err(EINVAL);
         }
         // librxe sends no driver request; anything else is not ours.
         if !udata.is_user() || udata.inlen() != 0 {
@@ -78,14 +87,14 @@ impl Qp {
 
         // A send slot holds the WQE header and either the SGEs or inline data.
         let payload = (cap.max_send_sge as usize * SGE_SIZE).max(cap.max_inline_data as usize);
-        let sq = Queue::new(udata, cap.max_send_wr, SEND_WQE_HDR + payload)?;
+        let sq = Queue::new(udata, Side::Consume, cap.max_send_wr, SEND_WQE_HDR + payload)?;
         cap.max_send_wr = sq.capacity();
         cap.max_send_sge = (payload / SGE_SIZE) as u32;
         cap.max_inline_data = payload as u32;
         let rq = if has_srq {
             None
         } else {
-            let rq = Queue::new(udata, cap.max_recv_wr, RECV_WQE_HDR + cap.max_recv_sge as usize * SGE_SIZE)?;
+            let rq = Queue::new(udata, Side::Consume, cap.max_recv_wr, RECV_WQE_HDR + cap.max_recv_sge as usize * SGE_SIZE)?;
             cap.max_recv_wr = rq.capacity();
             Some(rq)
         };
@@ -105,13 +114,13 @@ impl Qp {
         attrs.cap = *cap;
         let cap = *cap;
         Ok(try_pin_init!(Self {
-            _num: num,
+            num,
             qp_type,
             sq_sig_all,
             cap,
-            sq,
-            rq,
-            attrs <- new_mutex!(Attrs(attrs)),
+            send_cq,
+            recv_cq,
+            state <- new_mutex!(State { attrs: Attrs(attrs), sq, rq }),
         }))
     }
 
@@ -166,8 +175,9 @@ impl Qp {
             return Err(EINVAL);
         }
 
-        let mut guard = self.attrs.lock();
-        let cur_attrs = &mut guard.0;
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let cur_attrs = &mut st.attrs.0;
         let cur = if has(ib_qp_attr_mask_IB_QP_CUR_STATE) { attr.cur_qp_state } else { cur_attrs.qp_state };
         let next = if has(STATE) { attr.qp_state } else { cur };
         if !modify_is_ok(cur, next, self.qp_type, mask) {
@@ -212,21 +222,47 @@ impl Qp {
             cur_attrs.sq_psn = attr.sq_psn & 0x00ff_ffff;
         }
         if has(STATE) {
+            cur_attrs.qp_state = next;
+            cur_attrs.cur_qp_state = next;
             if next == ib_qp_state_IB_QPS_RESET {
-                self.sq.clear();
-                if let Some(rq) = &self.rq {
+                st.sq.clear();
+                if let Some(rq) = &st.rq {
                     rq.clear();
                 }
             }
-            cur_attrs.qp_state = next;
-            cur_attrs.cur_qp_state = next;
+            if next == ib_qp_state_IB_QPS_ERR {
+                self.flush(st);
+            }
         }
         Ok(())
     }
 
+    /// Completes every outstanding work request with `IB_WC_WR_FLUSH_ERR`,
+    /// receives into the receive CQ and sends into the send CQ, in order.
+    fn flush(&self, st: &mut State) {
+        let flushed = |wr_id| b::ib_uverbs_wc {
+            wr_id,
+            status: b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+            qp_num: self.num.get(),
+            ..Default::default()
+        };
+        if let Some(rq) = &mut st.rq {
+            while let Some(wr_id) = rq.pop_wr_id() {
+                if cq::complete(&self.recv_cq, &flushed(wr_id), false).is_err() {
+                    pr_warn!("QP {}: receive CQ full, flush completion lost\n", self.num.get());
+                }
+            }
+        }
+        while let Some(wr_id) = st.sq.pop_wr_id() {
+            if cq::complete(&self.send_cq, &flushed(wr_id), false).is_err() {
+                pr_warn!("QP {}: send CQ full, flush completion lost\n", self.num.get());
+            }
+        }
+    }
+
     /// Reports the attributes (`query_qp`).
     pub(crate) fn query(&self, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_init_attr) {
-        *attr = self.attrs.lock().0;
+        *attr = self.state.lock().attrs.0;
         attr.cap = self.cap;
         init.cap = self.cap;
         init.qp_type = self.qp_type;

@@ -22,17 +22,31 @@ const DATA: usize = 384;
 /// Smallest slot: a cache line, as rxe and librxe assume.
 const MIN_ELEM: usize = 64;
 
+/// Which index of a ring the driver owns.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// The driver produces, user space consumes (completion queues).
+    Produce,
+    /// User space produces, the driver consumes (send and receive queues).
+    Consume,
+}
+
 /// A ring shared with user space.
+///
+/// The driver keeps its own index privately in `own` and only publishes it;
+/// it never reads its own index back from the shared buffer.
 pub(crate) struct Queue {
     buf: UserBuf,
     log2_elem: u32,
     mask: u32,
+    side: Side,
+    own: u32,
 }
 
 impl Queue {
     /// Allocates a ring for at least `n` elements of `elem_size` bytes and
     /// publishes it to the verb's user context.
-    pub(crate) fn new(udata: &Udata, n: u32, elem_size: usize) -> Result<Self> {
+    pub(crate) fn new(udata: &Udata, side: Side, n: u32, elem_size: usize) -> Result<Self> {
         let slots = n.checked_add(1).and_then(u32::checked_next_power_of_two).ok_or(EINVAL)?;
         let elem = elem_size.max(MIN_ELEM).checked_next_power_of_two().ok_or(EINVAL)?;
         let size = (slots as usize).checked_mul(elem).and_then(|d| d.checked_add(DATA)).ok_or(EINVAL)?;
@@ -41,6 +55,8 @@ impl Queue {
             buf,
             log2_elem: elem.trailing_zeros(),
             mask: slots - 1,
+            side,
+            own: 0,
         };
         q.word(0).store(q.log2_elem, Ordering::Relaxed);
         q.word(4).store(q.mask, Ordering::Relaxed);
@@ -67,11 +83,58 @@ impl Queue {
         1 << self.log2_elem
     }
 
+    /// The producer and consumer indices, masked; the driver's own from `own`.
+    fn indices(&self) -> (u32, u32) {
+        match self.side {
+            Side::Produce => (self.own, self.word(CONSUMER).load(Ordering::Acquire) & self.mask),
+            Side::Consume => (self.word(PRODUCER).load(Ordering::Acquire) & self.mask, self.own),
+        }
+    }
+
     /// Elements currently queued.
     pub(crate) fn count(&self) -> u32 {
-        let prod = self.word(PRODUCER).load(Ordering::Acquire);
-        let cons = self.word(CONSUMER).load(Ordering::Acquire);
+        let (prod, cons) = self.indices();
         prod.wrapping_sub(cons) & self.mask
+    }
+
+    /// The slot at masked index `i`.
+    fn slot(&self, i: u32) -> *mut u8 {
+        // SAFETY: `i <= mask`, so the slot lies inside the data area.
+        unsafe { self.buf.as_ptr().add(DATA + (((i & self.mask) as usize) << self.log2_elem)) }
+    }
+
+    /// Appends `elem` (a producer ring); `ENOSPC` when full.
+    pub(crate) fn push(&mut self, elem: &[u8]) -> Result {
+        debug_assert!(self.side == Side::Produce);
+        let (prod, cons) = self.indices();
+        let next = prod.wrapping_add(1) & self.mask;
+        if next == cons {
+            return Err(ENOSPC);
+        }
+        let len = elem.len().min(self.elem_size());
+        // SAFETY: The slot holds `elem_size` bytes and user space does not
+        // read it before the producer index below is published.
+        unsafe { core::ptr::copy_nonoverlapping(elem.as_ptr(), self.slot(prod), len) };
+        self.own = next;
+        self.word(PRODUCER).store(next, Ordering::Release);
+        Ok(())
+    }
+
+    /// Takes the next work request of a consumer ring and returns its
+    /// `wr_id` (the first 8 bytes of rxe's send and receive WQEs).
+    pub(crate) fn pop_wr_id(&mut self) -> Option<u64> {
+        debug_assert!(self.side == Side::Consume);
+        let (prod, cons) = self.indices();
+        if prod == cons {
+            return None;
+        }
+        // SAFETY: The slot is 8-aligned (slots are at least 64 bytes after a
+        // 384-byte header) and inside the buffer; user space published it with
+        // a release store of the producer index that `indices` acquired.
+        let wr_id = unsafe { core::ptr::read_volatile(self.slot(cons).cast::<u64>()) };
+        self.own = cons.wrapping_add(1) & self.mask;
+        self.word(CONSUMER).store(self.own, Ordering::Release);
+        Some(wr_id)
     }
 
     /// Where user space maps the ring (`struct mminfo`).
@@ -98,8 +161,8 @@ impl Queue {
         if n < count {
             return Err(EINVAL);
         }
-        let new = Self::new(udata, n, self.elem_size())?;
-        let cons = self.word(CONSUMER).load(Ordering::Acquire) & self.mask;
+        let mut new = Self::new(udata, self.side, n, self.elem_size())?;
+        let (_, cons) = self.indices();
         let elem = self.elem_size();
         for i in 0..count {
             let from = ((cons.wrapping_add(i) & self.mask) as usize) << self.log2_elem;
@@ -113,6 +176,10 @@ impl Queue {
                     elem,
                 )
             };
+        }
+        // The new ring holds the elements at 0..count.
+        if self.side == Side::Produce {
+            new.own = count;
         }
         new.word(PRODUCER).store(count, Ordering::Release);
         Ok(new)

@@ -6,7 +6,7 @@
 use crate::{
     index::Index,
     params as p,
-    queue::Queue,
+    queue::{Queue, Side},
     rdma::{bindings as b, qp::SrqInit, udata::Udata},
     uapi::{RECV_WQE_HDR, SGE_SIZE},
 };
@@ -47,7 +47,7 @@ impl Srq {
         if attr.max_sge == 0 || attr.max_sge > p::MAX_SRQ_SGE {
             return Err(EINVAL);
         }
-        let ring = Queue::new(udata, attr.max_wr, RECV_WQE_HDR + attr.max_sge as usize * SGE_SIZE)?;
+        let ring = Queue::new(udata, Side::Consume, attr.max_wr, RECV_WQE_HDR + attr.max_sge as usize * SGE_SIZE)?;
         if attr.srq_limit > ring.capacity() {
             return Err(EINVAL);
         }

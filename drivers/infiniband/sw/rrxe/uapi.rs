@@ -20,6 +20,8 @@ unsafe impl UserPod for b::rxe_modify_srq_cmd {}
 unsafe impl UserPod for b::rxe_create_ah_resp {}
 // SAFETY: As above.
 unsafe impl UserPod for b::mminfo {}
+// SAFETY: As above (the completion entry user space polls).
+unsafe impl UserPod for b::ib_uverbs_wc {}
 
 // The ABI is fixed: these sizes are what librxe sends and expects.
 const _: () = {

@@ -14,7 +14,7 @@ use crate::{
         attr::{ib_mtu_for, DeviceAttr, PortAttr, PortImmutable},
         bindings as b,
         device::Device,
-        driver::{self, Driver, NewMr},
+        driver::{self, CqRef, Driver, NewMr},
         qp::{QpAttr, QpInit, SrqInit},
         udata::Udata,
         umem::Umem,
@@ -179,11 +179,13 @@ impl Driver for RrxeDev {
     fn create_qp(
         pd: &driver::Pd<Self>,
         init: &mut QpInit<'_>,
+        send_cq: CqRef<Self>,
+        recv_cq: CqRef<Self>,
         udata: &mut Udata,
     ) -> Result<(impl PinInit<Qp, Error>, u32)> {
         let num = Index::new(&pd.device::<Self>().data().qpns)?;
         let qpn = num.get();
-        Ok((Qp::new(num, init, udata)?, qpn))
+        Ok((Qp::new(num, init, send_cq, recv_cq, udata)?, qpn))
     }
 
     fn modify_qp(qp: &driver::Qp<Self>, attr: &QpAttr<'_>, mask: u32, _udata: &mut Udata) -> Result {

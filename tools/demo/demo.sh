@@ -1,0 +1,33 @@
+#!/bin/sh
+# `make run`'s guest script: load rrxe, create rrxe0 over eth0, show what stock
+# rdma-core sees, drive every control verb through librxe, then an rping.
+# rrxe has no datapath yet (the protocol core is built into the module but not
+# wired to packets), so the rping runs over upstream rdma_rxe as the baseline,
+# after rrxe is unloaded (the two must not be loaded at once: they share the
+# driver id).
+. "$RRXE_LIB"
+
+banner() { echo; echo "===== $* ====="; }
+
+banner "insmod rrxe.ko; rdma link add rrxe0 type rrxe netdev eth0"
+load_rrxe rrxe0
+run rdma link show
+banner "ibv_devices"
+ibv_devices
+banner "ibv_devinfo -d rrxe0"
+ibv_devinfo -d rrxe0
+banner "control verbs through Debian's librxe (rrxe_verbs)"
+gid=$(gid_index rrxe0 ipv4) || fail "no RoCE v2 IPv4 GID"
+rrxe_verbs -d rrxe0 -g "$gid" || fail "control verbs failed"
+banner "rdma link delete rrxe0; rmmod rrxe"
+run rdma link delete rrxe0
+run rmmod rrxe
+
+banner "rping over upstream rdma_rxe (baseline; rrxe's datapath is next)"
+load_rxe rxe0
+bg_start rping-server rping -s -a "$RRXE_IP4" -C 3 -V -v
+srv=$BG_PID
+retry 20 0.5 rping -c -a "$RRXE_IP4" -C 3 -S 64 -V -v || fail "rping client failed"
+bg_wait "$srv" rping-server 30 || fail "rping server failed"
+echo
+echo "make run: done"
