@@ -170,3 +170,13 @@ server_client() {
     [ $rc = 0 ] || fail "$name client rc=$rc"
     bg_wait "$srv" "$name-server" 60 || fail "$name server failed"
 }
+
+# show_counters [DEV]: print the device's non-zero hw_counters (retries, drops ...).
+show_counters() {
+    local dev=${1:-$RRXE_DEV} f v
+    for f in /sys/class/infiniband/"$dev"/ports/1/hw_counters/*; do
+        [ -f "$f" ] || continue
+        v=$(cat "$f" 2>/dev/null)
+        [ "$v" = 0 ] || echo "  counter ${f##*/} = $v"
+    done
+}
