@@ -8,6 +8,8 @@ cd "$repo"
 export RRXE_OUT=${RRXE_OUT:-$repo/out}
 export PATH="$HOME/.cargo/bin:$PATH"
 variant=${KERNEL_VARIANT:-normal}
+# Guest tests that also run on the debug kernel (KASAN, lockdep, kmemleak).
+DEBUG_TESTS="rrxe_objects rrxe_lifecycle rrxe_verbs"
 mkdir -p "$RRXE_OUT/check"
 results="$RRXE_OUT/results.txt"
 : > "$results"
@@ -35,11 +37,24 @@ if grep -q '^PASS setup' "$results"; then
     # Show cargo's own test summary lines in the main output.
     grep -E '^test result:' "$RRXE_OUT/check/host-test.log" || true
     if step kernel tools/kernel/build.sh "$variant" \
-        && step module-clippy tools/module.sh "$variant" CLIPPY=1; then
+        && step module-clippy tools/module.sh "$variant" CLIPPY=1 \
+        && step verbs-program tools/testing/verbs/build.sh; then
+        # The harness must be able to fail: a failing script, a kernel WARNING,
+        # a timeout each have to be judged FAIL (tools/testing/selftest).
+        step harness-selftest tools/testing/run.sh --selftest
         # Guest tests append their own PASS/FAIL lines to $results.
         tools/testing/run.sh --variant "$variant" || true
     else
         echo "FAIL guest-tests (kernel or module did not build)" | tee -a "$results"
+    fi
+    # The robustness tests again under KASAN, lockdep and kmemleak.
+    if [ "${RRXE_SKIP_DEBUG:-0}" != 1 ] && [ "$variant" != debug ]; then
+        if step kernel-debug tools/kernel/build.sh debug \
+            && step module-debug-clippy tools/module.sh debug CLIPPY=1; then
+            tools/testing/run.sh --variant debug $DEBUG_TESTS || true
+        else
+            echo "FAIL guest-tests[debug] (debug kernel or module did not build)" | tee -a "$results"
+        fi
     fi
 fi
 

@@ -126,6 +126,8 @@ for t in "${tests[@]}"; do
         grep -v -e '^qemu: guest . reached' -e '^initramfs: cached' -e '^kernel: cached' \
             "$RRXE_OUT/logs/$variant/$name/run.stderr" | sed 's/^/    /' | head -20
     fi
+    # Name the variant in the results when it is not the default.
+    [ "$variant" = normal ] || line=$(printf '%s\n' "$line" | sed "s/^\(PASS\|FAIL\) $name /\1 $name[$variant] /")
     echo "$line"
     echo "$line" >> "$results"
     if [ $selftest = 1 ]; then
