@@ -16,7 +16,9 @@
 #   --timeout SEC         hard limit per guest; QEMU is killed and the run fails (default 300)
 #   --smp N, --mem SIZE   guest CPUs / memory (default 2, 1G; env RRXE_SMP, RRXE_MEM)
 #   --pcap FILE           dump guest A's network traffic (both directions) to FILE
-#   --append ARGS         extra kernel command line
+#   --append ARGS         extra kernel command line (both guests)
+#   --append-b ARGS       guest B's extra command line instead (default: --append's),
+#                         e.g. --append rrxe.driver=rxe --append-b rrxe.driver=rrxe
 #   --log-dir DIR         logs (default $RRXE_OUT/runs/DATE-NAME-PID)
 # Prints "PASS (Ns)" or "FAIL reason" as its last line; exit status 0 only on PASS.
 # Networking: -nic none, then only a -netdev socket (udp=/localaddr= on 127.0.0.1) with
@@ -31,7 +33,7 @@ die() { printf 'qemu: ERROR: %s\n' "$*" >&2; echo "FAIL $*"; exit 2; }
 log() { printf 'qemu: %s\n' "$*" >&2; }
 
 test_name= shell=0 pair=0 variant=normal kernel_a= kernel_b= ko_a= ko_b= timeout=300
-smp=${RRXE_SMP:-2} mem=${RRXE_MEM:-1G} pcap= append= log_dir= tests=()
+smp=${RRXE_SMP:-2} mem=${RRXE_MEM:-1G} pcap= append= append_b=unset log_dir= tests=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --test) test_name=$2; shift 2 ;;
@@ -49,6 +51,7 @@ while [ $# -gt 0 ]; do
         --mem) mem=$2; shift 2 ;;
         --pcap) pcap=$2; shift 2 ;;
         --append) append=$2; shift 2 ;;
+        --append-b) append_b=$2; shift 2 ;;
         --log-dir) log_dir=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option $1 (see --help)" ;;
@@ -117,7 +120,11 @@ qemu_cmd() {  # guest local_port peer_port -> prints nothing, fills the array "c
     kargs="console=ttyS0 printk.time=1 panic=-1 rrxe.role=$g"
     [ -n "$test_name" ] && kargs+=" rrxe.test=$test_name"
     [ $shell = 1 ] && kargs+=" rrxe.shell=1"
-    [ -n "$append" ] && kargs+=" $append"
+    if [ "$g" = b ] && [ "$append_b" != unset ]; then
+        [ -n "$append_b" ] && kargs+=" $append_b"
+    else
+        [ -n "$append" ] && kargs+=" $append"
+    fi
     cmd=(qemu-system-x86_64 -name "rrxe-$name-$g" -accel tcg -cpu max -smp "$smp" -m "$mem"
          -kernel "$image" -initrd "$log_dir/initrd-$g.img" -append "$kargs"
          -no-reboot -display none -vga none
@@ -175,7 +182,25 @@ if [ $shell = 1 ]; then
     rc[a]=$?
     if [ $pair = 1 ]; then kill "${pid[b]}" 2>/dev/null; wait "${pid[b]}" 2>/dev/null; fi
 else
-    wait "${pid[a]}"; rc[a]=$?
+    if [ $pair = 1 ]; then
+        # If guest B is gone without passing, A (typically waiting for B's server) is
+        # stopped after a grace period instead of running into its timeout.
+        b_gone=0
+        while kill -0 "${pid[a]}" 2>/dev/null; do
+            if ! kill -0 "${pid[b]}" 2>/dev/null &&
+                ! tr -d '\r' < "$log_dir/guest-b.log" | grep -aq 'RRXE-RESULT: PASS'; then
+                b_gone=$((b_gone + 1))
+                if [ $b_gone -ge 30 ]; then
+                    log "guest b ended without passing: stopping guest a"
+                    kill "${pid[a]}" 2>/dev/null
+                    rc[a]=126
+                    break
+                fi
+            fi
+            sleep 0.5
+        done
+    fi
+    wait "${pid[a]}"; r=$?; [ "${rc[a]:-}" = 126 ] || rc[a]=$r
     if [ $pair = 1 ]; then
         # Guest B gets a short grace period after A is done, then it is stopped.
         for _ in $(seq 1 60); do kill -0 "${pid[b]}" 2>/dev/null || break; sleep 0.5; done
@@ -198,6 +223,8 @@ for g in "${guests[@]}"; do
     result=$(tr -d '\r' < "$glog" | grep -a -o 'RRXE-RESULT: .*' | tail -1)
     if [ "${rc[$g]}" = 124 ] || [ "${rc[$g]}" = 137 ]; then
         reasons+=("timeout after ${timeout}s (guest $g)")
+    elif [ "${rc[$g]}" = 126 ]; then
+        late="guest $g stopped 15s after guest b ended without passing"
     elif [ "${rc[$g]}" = 125 ]; then
         reasons+=("guest $g still running after guest a finished")
     elif [ -z "$result" ]; then
@@ -206,6 +233,7 @@ for g in "${guests[@]}"; do
         reasons+=("guest $g: ${result#RRXE-RESULT: }")
     fi
 done
+[ -n "${late:-}" ] && reasons+=("$late")
 logs=(); for g in "${guests[@]}"; do logs+=("$log_dir/guest-$g.log"); done
 if splats=$("$here/splats.sh" "${logs[@]}"); then :; else
     printf '%s\n' "$splats" >&2
@@ -217,5 +245,5 @@ if [ ${#reasons[@]} = 0 ]; then
     echo "PASS (${secs}s)"
     exit 0
 fi
-(IFS=';'; echo "FAIL ${reasons[*]}")
+printf 'FAIL %s' "${reasons[0]}"; for r in "${reasons[@]:1}"; do printf '; %s' "$r"; done; echo
 exit 1

@@ -20,5 +20,5 @@ else
     check_perftest /tmp/bw-client.out
     log "ib_write_bw result: $(awk '/#bytes/ {getline; print}' /tmp/bw-client.out)"
 fi
-show_counters rxe0
+show_counters
 log "eth0 rx_dropped=$(cat /sys/class/net/eth0/statistics/rx_dropped) rx_packets=$(cat /sys/class/net/eth0/statistics/rx_packets)"

@@ -1,7 +1,8 @@
 # Helpers for rrxe guest test scripts (busybox sh). Source it first:
 #     . "$RRXE_LIB"          (/rrxe/tests/lib/common.sh)
 # Environment set by /init: RRXE_ROLE (a|b), RRXE_IP4/RRXE_PEER_IP4 (192.0.2.1/.2),
-# RRXE_IP6/RRXE_PEER_IP6 (2001:db8::1/::2), RRXE_NETDEV (eth0), RRXE_TEST.
+# RRXE_IP6/RRXE_PEER_IP6 (2001:db8::1/::2), RRXE_NETDEV (eth0), RRXE_TEST,
+# RRXE_DRIVER (rxe|rrxe, from rrxe.driver=).
 # A test passes by exiting 0; anything else (or `fail`) fails it.
 
 RRXE_NETDEV=${RRXE_NETDEV:-eth0}
@@ -80,6 +81,17 @@ load_rrxe() {
     wait_for 20 rdma_dev_ready "$dev" || fail "$dev port 1 not ACTIVE"
     RRXE_DEV=$dev
     log "$dev ready"
+}
+
+# load_driver: the driver named by rrxe.driver= on the kernel command line ($RRXE_DRIVER:
+# rxe, the default, or rrxe) as rxe0 / rrxe0; sets RRXE_DEV. For tests meant to run in
+# several driver combinations (tools/qemu/run.sh --append / --append-b).
+load_driver() {
+    case "${RRXE_DRIVER:-rxe}" in
+        rxe) load_rxe rxe0 ;;
+        rrxe) load_rrxe rrxe0 ;;
+        *) fail "unknown rrxe.driver=$RRXE_DRIVER" ;;
+    esac
 }
 
 # gid_index DEV [ipv4|ipv6]: print the GID table index of the RoCE v2 GID for
