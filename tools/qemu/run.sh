@@ -101,8 +101,16 @@ if [ $pair = 1 ]; then
         mk_initrd b "$kdir_b" "$ko_b"
     fi
 fi
-cleanup() { [ "${RRXE_KEEP_INITRD:-0}" = 1 ] || rm -f "$log_dir"/initrd-*.img; }
+declare -A pid rc
+cleanup() {
+    # QEMU runs under timeout(1), which has its own process group: an interrupted run
+    # must stop its guests itself.
+    local p
+    for p in "${pid[@]}"; do kill "$p" 2>/dev/null; done
+    [ "${RRXE_KEEP_INITRD:-0}" = 1 ] || rm -f "$log_dir"/initrd-*.img
+}
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 # Two free UDP ports on 127.0.0.1 (the kernel picks them; QEMU binds them right after).
 free_ports() {
@@ -145,7 +153,6 @@ qemu_cmd() {  # guest local_port peer_port -> prints nothing, fills the array "c
     fi
 }
 
-declare -A pid rc
 start=$(date +%s.%N)
 for attempt in 1 2 3; do
     read -r port_a port_b <<< "$(free_ports)"
