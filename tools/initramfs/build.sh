@@ -27,7 +27,7 @@ PKGS=(ibverbs-utils rdmacm-utils perftest libibverbs1 librdmacm1 ibverbs-provide
 # Copied from the host rather than from .debs: they must match the host's ldd/loader.
 HOST_PKGS=(libc6 libgcc-s1 busybox-static)
 
-for t in apt-get apt-cache dpkg-deb dpkg-query cpio gzip ldd file; do
+for t in apt-get apt-cache dpkg-deb dpkg-query cpio gzip ldd od; do
     command -v "$t" >/dev/null || die "$t not found (run tools/setup.sh)"
 done
 [ -x /bin/busybox ] || die "/bin/busybox missing: install busybox-static (tools/setup.sh)"
@@ -114,8 +114,7 @@ for round in 1 2 3 4 5 6; do
     find "$stage/usr" -type f \( -perm -u+x -o -name '*.so*' \) | LC_ALL=C sort > "$work/all"
     LC_ALL=C comm -23 "$work/all" "$work/checked" > "$work/new"
     cp "$work/all" "$work/checked"
-    need=$(tr '\n' '\0' < "$work/new" | xargs -0 -r file -N -F ' ' |
-           awk '/ELF .*(executable|shared object)/ && !/statically/ {print $1}' |
+    need=$(while read -r f; do if [ "$(head -c4 "$f" | od -An -tx1 | tr -d ' ')" = 7f454c46 ]; then echo "$f"; fi; done < "$work/new" |
            while read -r f; do LD_LIBRARY_PATH=$ldp ldd "$f" 2>/dev/null || true; done |
            awk -v s="$stage" '/not found/ {print "MISSING", $1; next}
                                /=>/ && index($3, s) != 1 && $3 ~ /^\// {print $3}' | sort -u)
