@@ -6,7 +6,8 @@
 #   TEST      a script name (rxe_rping), file name or path; default: every
 #             tools/testing/guest/*.sh
 #   --selftest  run the harness self-tests (tools/testing/selftest/*.sh) instead; each
-#             declares "# expect: PASS|FAIL <reason prefix>" and the run succeeds only
+#             declares "# expect: PASS|FAIL <reason prefix>" (or "# expect-VARIANT:"
+#             for one kernel variant) and the run succeeds only
 #             if every outcome is the expected one (results: $RRXE_OUT/selftest-results.txt)
 #
 # Test script headers:  # topology: single|pair    # timeout: SECONDS (default 300)
@@ -80,7 +81,8 @@ if [ $selftest = 1 ]; then
     rm -rf "$bld"; mkdir -p "$bld"; cp "$here/selftest/warn/"* "$bld/"
     make -s -C "$kd" M="$bld" LLVM=-19 modules >"$bld/build.log" 2>&1 \
         || { cat "$bld/build.log" >&2; die "building the self-test WARN module failed"; }
-    qemu_extra+=(--tests "$test_dir" --add "$bld/rrxe_selftest_warn.ko=/rrxe/selftest/rrxe_selftest_warn.ko")
+    qemu_extra+=(--tests "$test_dir")
+    for m in "$bld"/*.ko; do qemu_extra+=(--add "$m=/rrxe/selftest/$(basename "$m")"); done
 fi
 
 header() {  # file key default
@@ -131,7 +133,7 @@ for t in "${tests[@]}"; do
     echo "$line"
     echo "$line" >> "$results"
     if [ $selftest = 1 ]; then
-        expect=$(header "$t" expect PASS)
+        expect=$(header "$t" "expect-$variant" "$(header "$t" expect PASS)")
         case "$got" in
             "$expect"*) echo "     as expected: $expect" ;;
             *) echo "     UNEXPECTED: wanted '$expect'"; unexpected=$((unexpected + 1)) ;;
