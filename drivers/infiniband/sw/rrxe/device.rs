@@ -116,7 +116,8 @@ fn find(netdev: &NetDevice) -> Option<ARef<Device<RrxeDev>>> {
     unsafe { Device::try_get(e.ib as *mut _) }
 }
 
-/// Unregisters every rrxe device; waits for ones already going away.
+/// Unregisters every rrxe device; waits for ones already going away. Then
+/// frees the list's memory: the list is a static, which is never dropped.
 pub(crate) fn remove_all() {
     loop {
         let next = {
@@ -132,6 +133,7 @@ pub(crate) fn remove_all() {
             None => unsafe { crate::rdma::bindings::msleep(10) },
         }
     }
+    *DEVICES.lock() = KVec::new();
 }
 
 /// Follows net device events: a vanishing net device takes its device along.
