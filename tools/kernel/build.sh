@@ -63,7 +63,15 @@ if [ -f "$out/.built" ]; then
     echo "$out"; exit 0
 fi
 
-# 3. Configure and build.
+# 3. Configure and build, one build per output directory at a time.
+mkdir -p "$cache/kernel"
+exec 9> "$out.lock"
+flock 9
+if [ -f "$out/.built" ]; then
+    install_modules
+    log "cached (built meanwhile): $out"
+    echo "$out"; exit 0
+fi
 log "building $variant kernel $version into $out (cold build: ~11 min on 2 cores)"
 mkdir -p "$out"
 { echo "version=$version"; echo "variant=$variant"; echo "key=$key"; } > "$out/rrxe-kernel.info"
