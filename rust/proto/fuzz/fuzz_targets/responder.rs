@@ -34,16 +34,7 @@ impl MemoryAccess for Mem {
     fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError> {
         let w = self.range(rkey, va, 8)?;
         let old = u64::from_ne_bytes(w[..8].try_into().unwrap());
-        let new = match op {
-            AtomicOp::CmpSwap { compare, swap } => {
-                if old == compare {
-                    swap
-                } else {
-                    old
-                }
-            }
-            AtomicOp::FetchAdd { add } => old.wrapping_add(add),
-        };
+        let new = op.apply(old);
         w.copy_from_slice(&new.to_ne_bytes());
         Ok(old)
     }

@@ -49,6 +49,23 @@ pub enum AtomicOp {
     },
 }
 
+impl AtomicOp {
+    /// The value the word holds after the operation, given its value `old`
+    /// before (which is what the operation returns to the requester).
+    pub fn apply(self, old: u64) -> u64 {
+        match self {
+            AtomicOp::CmpSwap { compare, swap } => {
+                if old == compare {
+                    swap
+                } else {
+                    old
+                }
+            }
+            AtomicOp::FetchAdd { add } => old.wrapping_add(add),
+        }
+    }
+}
+
 /// Memory named by keys (MRs).
 pub trait MemoryAccess {
     /// Check that `[va, va + len)` may be accessed through `key`.
@@ -98,4 +115,20 @@ pub struct Env<'a> {
     pub tx: &'a mut dyn TxSink,
     /// Completion output.
     pub cq: &'a mut dyn CompletionSink,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AtomicOp;
+
+    #[test]
+    fn atomic_apply() {
+        let cs = AtomicOp::CmpSwap {
+            compare: 5,
+            swap: 9,
+        };
+        assert_eq!(cs.apply(5), 9);
+        assert_eq!(cs.apply(6), 6);
+        assert_eq!(AtomicOp::FetchAdd { add: 3 }.apply(u64::MAX), 2);
+    }
 }
