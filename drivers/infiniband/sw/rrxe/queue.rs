@@ -165,17 +165,9 @@ impl Queue {
         let (_, cons) = self.indices();
         let elem = self.elem_size();
         for i in 0..count {
-            let from = ((cons.wrapping_add(i) & self.mask) as usize) << self.log2_elem;
-            let to = (i as usize) << new.log2_elem;
-            // SAFETY: Both slots lie inside their buffers (indices masked,
-            // element sizes equal); the buffers are distinct allocations.
-            unsafe {
-                core::ptr::copy_nonoverlapping(
-                    self.buf.as_ptr().add(DATA + from),
-                    new.buf.as_ptr().add(DATA + to),
-                    elem,
-                )
-            };
+            // SAFETY: `slot` keeps both inside their buffers; the element sizes
+            // are equal and the buffers are distinct allocations.
+            unsafe { core::ptr::copy_nonoverlapping(self.slot(cons.wrapping_add(i)), new.slot(i), elem) };
         }
         // The new ring holds the elements at 0..count.
         if self.side == Side::Produce {
