@@ -44,15 +44,6 @@ unsafe impl<T: Driver> Send for Device<T> {}
 // SAFETY: See `Send` above.
 unsafe impl<T: Driver> Sync for Device<T> {}
 
-/// Kind of a port event dispatched to ib_core's clients.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PortEvent {
-    /// The port became active (`IB_EVENT_PORT_ACTIVE`).
-    Active,
-    /// The port went down (`IB_EVENT_PORT_ERR`).
-    Error,
-}
-
 impl<T: Driver> Device<T> {
     /// Returns the device that contains `ib`.
     ///
@@ -159,31 +150,6 @@ impl<T: Driver> Device<T> {
         } else {
             None
         }
-    }
-
-    /// Dispatches a port event to ib_core's clients (and user space).
-    pub fn port_event(&self, port: u32, event: PortEvent) {
-        let ev = b::ib_event {
-            device: self.as_raw(),
-            element: b::ib_event__bindgen_ty_1 { port_num: port },
-            event: match event {
-                PortEvent::Active => b::ib_event_type_IB_EVENT_PORT_ACTIVE,
-                PortEvent::Error => b::ib_event_type_IB_EVENT_PORT_ERR,
-            },
-        };
-        // SAFETY: `ev` is a valid event for a registered device.
-        unsafe { b::ib_dispatch_event(&ev) };
-    }
-
-    /// Dispatches a device-fatal event.
-    pub fn fatal_event(&self) {
-        let ev = b::ib_event {
-            device: self.as_raw(),
-            element: b::ib_event__bindgen_ty_1 { port_num: 1 },
-            event: b::ib_event_type_IB_EVENT_DEVICE_FATAL,
-        };
-        // SAFETY: `ev` is a valid event for a registered device.
-        unsafe { b::ib_dispatch_event(&ev) };
     }
 
     /// Queues unregistration of the device (safe from a netdev notifier).

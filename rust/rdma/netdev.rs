@@ -56,12 +56,6 @@ impl NetDevice {
         unsafe { b::rrxe_netdev_mtu(self.as_raw()) }
     }
 
-    /// The interface index.
-    pub fn ifindex(&self) -> i32 {
-        // SAFETY: By the invariant the device is alive.
-        unsafe { b::rrxe_netdev_ifindex(self.as_raw()) }
-    }
-
     /// The 6-byte Ethernet address.
     pub fn mac(&self) -> [u8; 6] {
         let mut mac = [0u8; 6];

@@ -35,17 +35,6 @@ impl Umem {
             raw: NonNull::new(raw).ok_or(ENOMEM)?,
         })
     }
-
-    /// Length of the pinned range in bytes.
-    pub fn len(&self) -> usize {
-        // SAFETY: By the invariant `raw` is valid.
-        unsafe { (*self.raw.as_ptr()).length }
-    }
-
-    /// Whether the range is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 impl Drop for Umem {

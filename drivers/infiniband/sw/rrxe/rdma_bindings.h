@@ -25,7 +25,6 @@ bool rrxe_netif_running(const struct net_device *ndev);
 bool rrxe_netif_carrier_ok(const struct net_device *ndev);
 unsigned int rrxe_netdev_mtu(const struct net_device *ndev);
 const unsigned char *rrxe_netdev_addr(const struct net_device *ndev);
-int rrxe_netdev_ifindex(const struct net_device *ndev);
 void rrxe_dev_hold(struct net_device *ndev);
 void rrxe_dev_put(struct net_device *ndev);
 unsigned long rrxe_copy_from_user(void *to, const void __user *from, unsigned long n);

@@ -40,11 +40,6 @@ const unsigned char *rrxe_netdev_addr(const struct net_device *ndev)
 	return ndev->dev_addr;
 }
 
-int rrxe_netdev_ifindex(const struct net_device *ndev)
-{
-	return ndev->ifindex;
-}
-
 void rrxe_dev_hold(struct net_device *ndev)
 {
 	dev_hold(ndev);
