@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rrxe_verbs: control-verb conformance tests for a soft-RoCE device, driven
- * through the distribution's stock libibverbs and librxe provider.
+ * rrxe_verbs: verbs conformance tests for a soft-RoCE device, driven through
+ * the distribution's stock libibverbs and librxe provider: the control verbs,
+ * and (group "datapath") RC traffic between two QPs of the device.
  *
- * usage: rrxe_verbs [-d DEV] [-g GID_INDEX] [-n COUNT] [-v] [-l] [CASE...]
+ * usage: rrxe_verbs [-d DEV] [-g GID_INDEX] [-n COUNT] [-v] [-l] [CASE...|GROUP...|all]
  *
  *   -d DEV        device name (default: the first device found)
  *   -g GID_INDEX  RoCE v2 GID table index to use (default: the first RoCE v2
@@ -11,8 +12,11 @@
  *   -n COUNT      objects created and destroyed by the "objects" case (10000)
  *   -v            verbose: print what each case checks
  *   -l            list the cases and exit
- *   CASE          case names; default: every case except the slow ones
- *                 ("objects"); "all" runs every case.
+ *   CASE          case names; default: every case that is in no group.
+ *   GROUP         the opt-in cases of a group: "slow" (objects) or
+ *                 "datapath" (rc_loop, srq_limit, rnr: they need packets;
+ *                 the datapath cases use the -g GID as both ends, so the
+ *                 device sends to its own address); "all" runs every case.
  *
  * Output is TAP-like: "ok NAME" or "not ok NAME: reason" per case, then
  * "N passed, N failed". The exit status is 1 if any case failed, 2 on a usage
@@ -1368,25 +1372,704 @@ static int t_objects(struct env *e)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* datapath: an RC connection between two QPs of the device           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Both QPs use the port's RoCE v2 GID (-g) as source and destination, so the
+ * packets go to the device's own address: rxe (and rrxe) loop them back inside
+ * the kernel. A is the requester of every operation, B the responder.
+ */
+#define DP_BUF		(64 * 1024)	/* each QP's buffer and MR */
+#define DP_WAIT_MS	5000		/* a completion or event later than this fails */
+#define DP_BURST	64
+#define DP_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+/* A's first PSN is just below the 24-bit wrap: multi-packet messages cross it. */
+#define PSN_A		0xfffff0
+#define PSN_B		0x000123
+
+struct rc_pair {
+	struct ibv_cq *cq_a, *cq_b;	/* A's and B's CQ (send and receive) */
+	struct ibv_qp *a, *b;
+	uint8_t *buf_a, *buf_b;
+	struct ibv_mr *mr_a, *mr_b;	/* DP_ACCESS over the whole buffer */
+};
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* RESET->INIT->RTR->RTS of an RC QP towards peer_qpn on the port's own GID. */
+static int rc_connect(struct env *e, struct ibv_qp *qp, uint32_t peer_qpn, uint32_t sq_psn,
+		      uint32_t rq_psn, int rnr_retry)
+{
+	struct ibv_qp_attr a;
+	int mask;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = PORT;
+	a.qp_access_flags = DP_ACCESS;
+	OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			 IBV_QP_ACCESS_FLAGS));
+	/* path_mtu 1024, AV to the own GID (hop_limit 64), max_dest_rd_atomic 4 */
+	mask = rtr_attr(e, qp, IBV_QPT_RC, &a);
+	a.dest_qp_num = peer_qpn;
+	a.rq_psn = rq_psn;
+	OK(ibv_modify_qp(qp, &a, mask));
+	/* timeout 14, retry_cnt 7, max_rd_atomic 4 */
+	mask = rts_attr(IBV_QPT_RC, &a);
+	a.sq_psn = sq_psn;
+	a.rnr_retry = rnr_retry;
+	OK(ibv_modify_qp(qp, &a, mask));
+	QSTATE(qp, IBV_QPS_RTS);
+	return 0;
+}
+
+/*
+ * Two RC QPs on `pd` connected to each other, each with its own CQ, buffer and
+ * MR; B takes its receives from `srq` if not NULL. rnr_retry applies to both.
+ */
+static int rc_pair(struct env *e, struct ibv_pd *pd, struct ibv_srq *srq, int rnr_retry,
+		   struct rc_pair *p)
+{
+	struct ibv_qp_init_attr ia;
+
+	memset(p, 0, sizeof(*p));
+	NEW(p->cq_a, ibv_create_cq(e->ctx, 4 * DP_BURST, NULL, NULL, 0));
+	NEW(p->cq_b, ibv_create_cq(e->ctx, 4 * DP_BURST, NULL, NULL, 0));
+	p->buf_a = page_buf(DP_BUF);
+	p->buf_b = page_buf(DP_BUF);
+	CHECK(p->buf_a && p->buf_b, "mmap failed");
+	NEW(p->mr_a, ibv_reg_mr(pd, p->buf_a, DP_BUF, DP_ACCESS));
+	NEW(p->mr_b, ibv_reg_mr(pd, p->buf_b, DP_BUF, DP_ACCESS));
+	qp_init_attr(p->cq_a, IBV_QPT_RC, NULL, &ia);
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 2 * DP_BURST;
+	NEW(p->a, ibv_create_qp(pd, &ia));
+	qp_init_attr(p->cq_b, IBV_QPT_RC, srq, &ia);
+	ia.cap.max_send_wr = 2 * DP_BURST;
+	if (!srq)
+		ia.cap.max_recv_wr = 2 * DP_BURST;
+	NEW(p->b, ibv_create_qp(pd, &ia));
+	if (rc_connect(e, p->a, p->b->qp_num, PSN_A, PSN_B, rnr_retry)) {
+		prefix_reason("connecting QP A");
+		return -1;
+	}
+	if (rc_connect(e, p->b, p->a->qp_num, PSN_B, PSN_A, rnr_retry)) {
+		prefix_reason("connecting QP B");
+		return -1;
+	}
+	vlog("RC QP A 0x%x <-> QP B 0x%x%s, GID[%d] %s, rnr_retry %d", p->a->qp_num,
+	     p->b->qp_num, srq ? " (B on an SRQ)" : "", e->gid_index, gid_str(&e->gid), rnr_retry);
+	return 0;
+}
+
+static struct ibv_sge *set_sge(struct ibv_sge *sge, void *addr, uint32_t len, uint32_t lkey)
+{
+	sge->addr = (uintptr_t)addr;
+	sge->length = len;
+	sge->lkey = lkey;
+	return sge;
+}
+
+/* A signaled single-SGE send WR; the caller sets the remote, immediate or atomic fields. */
+static void send_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, enum ibv_wr_opcode op,
+		    uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->sg_list = set_sge(sge, addr, len, lkey);
+	wr->num_sge = 1;
+	wr->opcode = op;
+	wr->send_flags = IBV_SEND_SIGNALED;
+}
+
+/* A single-SGE receive WR. */
+static void recv_wr(struct ibv_recv_wr *wr, struct ibv_sge *sge, uint64_t wr_id, void *addr,
+		    uint32_t len, uint32_t lkey)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->sg_list = set_sge(sge, addr, len, lkey);
+	wr->num_sge = 1;
+}
+
+/* Post one receive of len bytes at addr (B's MR) to B's RQ. */
+static int post_recv_b(struct rc_pair *p, uint64_t wr_id, void *addr, uint32_t len)
+{
+	struct ibv_recv_wr wr, *bad = NULL;
+	struct ibv_sge sge;
+
+	recv_wr(&wr, &sge, wr_id, addr, len, p->mr_b->lkey);
+	OK(ibv_post_recv(p->b, &wr, &bad));
+	return 0;
+}
+
+/* Post one WR to A's SQ. */
+static int post_a(struct rc_pair *p, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad = NULL;
+
+	OK(ibv_post_send(p->a, wr, &bad));
+	return 0;
+}
+
+static const char *wc_opname(enum ibv_wc_opcode op)
+{
+	static char buf[16];
+
+	switch (op) {
+	case IBV_WC_SEND: return "SEND";
+	case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
+	case IBV_WC_RDMA_READ: return "RDMA_READ";
+	case IBV_WC_COMP_SWAP: return "COMP_SWAP";
+	case IBV_WC_FETCH_ADD: return "FETCH_ADD";
+	case IBV_WC_RECV: return "RECV";
+	case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
+	default:
+		snprintf(buf, sizeof(buf), "opcode %d", op);
+		return buf;
+	}
+}
+
+/* Collect exactly n completions from cq, waiting at most DP_WAIT_MS (never blocks). */
+static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, const char *what)
+{
+	struct timespec t0;
+	int got = 0, r;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (got < n) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		CHECK(r >= 0, "%s: ibv_poll_cq returned %d", what, r);
+		got += r;
+		if (got < n) {
+			CHECK(ms_since(&t0) < DP_WAIT_MS, "%s: %d of %d completions after %d ms",
+			      what, got, n, DP_WAIT_MS);
+			usleep(200);
+		}
+	}
+	return 0;
+}
+
+/* Nothing (more) on cq. */
+static int cq_empty(struct ibv_cq *cq, const char *what)
+{
+	struct ibv_wc wc;
+	int r = ibv_poll_cq(cq, 1, &wc);
+
+	CHECK(r == 0, "%s: unexpected completion (poll %d): wr_id %" PRIu64 " status %s", what, r,
+	      wc.wr_id, ibv_wc_status_str(wc.status));
+	return 0;
+}
+
+/*
+ * A completion of qp's WR wr_id with `status`. On success also `op`, byte_len
+ * `len` unless len < 0 (checked for receives, RDMA READ and atomics: rxe sets
+ * byte_len of every successful send-queue WR to its length, but the spec leaves
+ * it undefined for SEND/WRITE), and for receives the immediate: `imm` (network
+ * order) or, if NULL, none.
+ */
+static int check_wc(const struct ibv_wc *wc, const char *what, struct ibv_qp *qp,
+		    uint64_t wr_id, enum ibv_wc_status status, enum ibv_wc_opcode op, long len,
+		    const __be32 *imm)
+{
+	CHECK(wc->status == status, "%s: status %s (vendor_err 0x%x), expected %s", what,
+	      ibv_wc_status_str(wc->status), wc->vendor_err, ibv_wc_status_str(status));
+	CHECK(wc->wr_id == wr_id, "%s: wr_id %" PRIu64 ", expected %" PRIu64, what, wc->wr_id,
+	      wr_id);
+	CHECK(wc->qp_num == qp->qp_num, "%s: qp_num 0x%x, expected 0x%x", what, wc->qp_num,
+	      qp->qp_num);
+	if (status != IBV_WC_SUCCESS)
+		return 0;
+	CHECK(wc->opcode == op, "%s: opcode %s, expected %s", what, wc_opname(wc->opcode),
+	      wc_opname(op));
+	if (len >= 0)
+		CHECK(wc->byte_len == (uint32_t)len, "%s: byte_len %u, expected %ld", what,
+		      wc->byte_len, len);
+	if (!(op & IBV_WC_RECV))
+		return 0;
+	if (imm) {
+		CHECK(wc->wc_flags & IBV_WC_WITH_IMM, "%s: no IBV_WC_WITH_IMM (wc_flags 0x%x)",
+		      what, wc->wc_flags);
+		CHECK(wc->imm_data == *imm, "%s: imm_data 0x%08x, expected 0x%08x", what,
+		      ntohl(wc->imm_data), ntohl(*imm));
+	} else {
+		CHECK(!(wc->wc_flags & IBV_WC_WITH_IMM), "%s: IBV_WC_WITH_IMM set (imm 0x%08x)",
+		      what, ntohl(wc->imm_data));
+	}
+	return 0;
+}
+
+/* Wait for one completion on cq and check it (see check_wc). */
+static int expect_wc(struct ibv_cq *cq, const char *what, struct ibv_qp *qp, uint64_t wr_id,
+		     enum ibv_wc_status status, enum ibv_wc_opcode op, long len,
+		     const __be32 *imm)
+{
+	struct ibv_wc wc;
+
+	if (poll_n(cq, &wc, 1, what))
+		return -1;
+	return check_wc(&wc, what, qp, wr_id, status, op, len, imm);
+}
+
+/* A byte pattern without short periods (a misplaced packet shows), per seed. */
+static void fill(uint8_t *p, size_t len, unsigned int seed)
+{
+	size_t i;
+	uint32_t x;
+
+	for (i = 0; i < len; i++) {
+		x = seed * 0x9e3779b1u ^ (uint32_t)i * 0x85ebca6bu;
+		x ^= x >> 13;
+		x *= 0xc2b2ae35u;
+		p[i] = (uint8_t)(x ^ (x >> 16));
+	}
+}
+
+/* got[0..len) must equal want[0..len). */
+static int same(const uint8_t *got, const uint8_t *want, size_t len, const char *what)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		CHECK(got[i] == want[i], "%s: data differs at byte %zu of %zu: 0x%02x, expected 0x%02x",
+		      what, i, len, got[i], want[i]);
+	return 0;
+}
+
+/* p[0..len) must still hold the filler byte c. */
+static int untouched(const uint8_t *p, size_t len, uint8_t c, const char *what)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		CHECK(p[i] == c, "%s: byte %zu written (0x%02x)", what, i, p[i]);
+	return 0;
+}
+
+/*
+ * Wait up to ms for an async event of `type` on object `obj` (a QP or SRQ);
+ * other events are logged and acknowledged. 1 if it came, 0 if not, -1 on error.
+ */
+static int wait_event(struct env *e, enum ibv_event_type type, void *obj, int ms)
+{
+	struct pollfd pfd = { .fd = e->ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	struct timespec t0;
+	long left;
+	void *what;
+	int n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		left = ms - ms_since(&t0);
+		n = poll(&pfd, 1, left > 0 ? (int)left : 0);
+		CHECK(n >= 0, "poll(async_fd): %s", errname(errno));
+		if (n == 0 || !(pfd.revents & POLLIN))
+			return 0;
+		OK(ibv_get_async_event(e->ctx, &ev));
+		what = ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED ? (void *)ev.element.srq :
+		       (void *)ev.element.qp;
+		/* Before any check: destroying the object waits for the acknowledgement. */
+		ibv_ack_async_event(&ev);
+		vlog("async event %s on %p after %ld ms", ibv_event_type_str(ev.event_type), what,
+		     ms_since(&t0));
+		if (ev.event_type == type && what == obj)
+			return 1;
+	}
+}
+
+static int t_rc_loop(struct env *e)
+{
+	static const uint32_t sizes[] = { 1, 4096, 10000 };
+	const __be32 imm1 = htonl(0x12345678), imm2 = htonl(0xfeedf00d);
+	struct ibv_send_wr wr, wrs[DP_BURST], *bad;
+	struct ibv_recv_wr rwrs[DP_BURST], *rbad;
+	struct ibv_sge sge, sges[DP_BURST], rsges[DP_BURST];
+	struct ibv_wc wc[DP_BURST];
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	struct ibv_pd *pd;
+	struct rc_pair p;
+	uint64_t *rem, *res;
+	uint32_t len, bad_rkey;
+	char what[64];
+	int i, n;
+
+	NEW(pd, ibv_alloc_pd(e->ctx));
+	if (rc_pair(e, pd, NULL, 7, &p))
+		return -1;
+
+	/* SEND/RECV: 1 byte, one full page (4 packets), 10000 bytes (10 packets). */
+	for (i = 0; i < 3; i++) {
+		len = sizes[i];
+		snprintf(what, sizeof(what), "SEND %u bytes", len);
+		fill(p.buf_a, len, i + 1);
+		memset(p.buf_b, 0xee, DP_BUF);
+		if (post_recv_b(&p, 100 + i, p.buf_b, 16384))
+			return -1;
+		send_wr(&wr, &sge, IBV_WR_SEND, 200 + i, p.buf_a, len, p.mr_a->lkey);
+		if (post_a(&p, &wr) ||
+		    expect_wc(p.cq_a, what, p.a, 200 + i, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL) ||
+		    expect_wc(p.cq_b, what, p.b, 100 + i, IBV_WC_SUCCESS, IBV_WC_RECV, len, NULL) ||
+		    same(p.buf_b, p.buf_a, len, what) ||
+		    untouched(p.buf_b + len, 16384 - len, 0xee, what))
+			return -1;
+		vlog("%s: send and receive completions, data checked", what);
+	}
+
+	/* SEND_WITH_IMM */
+	fill(p.buf_a, 100, 4);
+	memset(p.buf_b, 0xee, DP_BUF);
+	if (post_recv_b(&p, 110, p.buf_b, 1024))
+		return -1;
+	send_wr(&wr, &sge, IBV_WR_SEND_WITH_IMM, 210, p.buf_a, 100, p.mr_a->lkey);
+	wr.imm_data = imm1;
+	if (post_a(&p, &wr) ||
+	    expect_wc(p.cq_a, "SEND_WITH_IMM", p.a, 210, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL) ||
+	    expect_wc(p.cq_b, "SEND_WITH_IMM", p.b, 110, IBV_WC_SUCCESS, IBV_WC_RECV, 100, &imm1) ||
+	    same(p.buf_b, p.buf_a, 100, "SEND_WITH_IMM"))
+		return -1;
+	vlog("SEND_WITH_IMM: imm_data 0x%08x received", ntohl(imm1));
+
+	/* RDMA WRITE of 10000 bytes to an odd address: no receive, nothing on B's CQ. */
+	fill(p.buf_a, 10000, 5);
+	memset(p.buf_b, 0xee, DP_BUF);
+	send_wr(&wr, &sge, IBV_WR_RDMA_WRITE, 220, p.buf_a, 10000, p.mr_a->lkey);
+	wr.wr.rdma.remote_addr = (uintptr_t)(p.buf_b + 1001);
+	wr.wr.rdma.rkey = p.mr_b->rkey;
+	if (post_a(&p, &wr) ||
+	    expect_wc(p.cq_a, "RDMA WRITE", p.a, 220, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1, NULL) ||
+	    same(p.buf_b + 1001, p.buf_a, 10000, "RDMA WRITE") ||
+	    untouched(p.buf_b, 1001, 0xee, "RDMA WRITE, before the target") ||
+	    untouched(p.buf_b + 11001, DP_BUF - 11001, 0xee, "RDMA WRITE, after the target") ||
+	    cq_empty(p.cq_b, "RDMA WRITE, B's CQ"))
+		return -1;
+	vlog("RDMA WRITE 10000 bytes: data checked, no completion at B");
+
+	/* RDMA WRITE_WITH_IMM consumes a receive; its buffer stays untouched. */
+	fill(p.buf_a, 3000, 6);
+	memset(p.buf_b, 0xee, DP_BUF);
+	if (post_recv_b(&p, 130, p.buf_b + 32768, 1024))
+		return -1;
+	send_wr(&wr, &sge, IBV_WR_RDMA_WRITE_WITH_IMM, 230, p.buf_a, 3000, p.mr_a->lkey);
+	wr.wr.rdma.remote_addr = (uintptr_t)(p.buf_b + 20000);
+	wr.wr.rdma.rkey = p.mr_b->rkey;
+	wr.imm_data = imm2;
+	if (post_a(&p, &wr) ||
+	    expect_wc(p.cq_a, "RDMA WRITE_WITH_IMM", p.a, 230, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+		      -1, NULL) ||
+	    expect_wc(p.cq_b, "RDMA WRITE_WITH_IMM", p.b, 130, IBV_WC_SUCCESS,
+		      IBV_WC_RECV_RDMA_WITH_IMM, 3000, &imm2) ||
+	    same(p.buf_b + 20000, p.buf_a, 3000, "RDMA WRITE_WITH_IMM") ||
+	    untouched(p.buf_b + 32768, 1024, 0xee, "RDMA WRITE_WITH_IMM, the receive buffer"))
+		return -1;
+	vlog("RDMA WRITE_WITH_IMM: RECV_RDMA_WITH_IMM with imm_data 0x%08x", ntohl(imm2));
+
+	/* RDMA READ of 10000 bytes into an odd address. */
+	fill(p.buf_b + 5000, 10000, 7);
+	memset(p.buf_a, 0xee, DP_BUF);
+	send_wr(&wr, &sge, IBV_WR_RDMA_READ, 240, p.buf_a + 3, 10000, p.mr_a->lkey);
+	wr.wr.rdma.remote_addr = (uintptr_t)(p.buf_b + 5000);
+	wr.wr.rdma.rkey = p.mr_b->rkey;
+	if (post_a(&p, &wr) ||
+	    expect_wc(p.cq_a, "RDMA READ", p.a, 240, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 10000,
+		      NULL) ||
+	    same(p.buf_a + 3, p.buf_b + 5000, 10000, "RDMA READ") ||
+	    untouched(p.buf_a, 3, 0xee, "RDMA READ, before the target") ||
+	    untouched(p.buf_a + 10003, DP_BUF - 10003, 0xee, "RDMA READ, after the target") ||
+	    cq_empty(p.cq_b, "RDMA READ, B's CQ"))
+		return -1;
+	vlog("RDMA READ 10000 bytes: data checked");
+
+	/* Atomics on an 8-byte aligned word of B's buffer; the original lands in A's. */
+	rem = (uint64_t *)(p.buf_b + 40960);
+	res = (uint64_t *)(p.buf_a + 40960);
+	*rem = 100;
+	*res = 0xeeeeeeeeeeeeeeeeull;
+	send_wr(&wr, &sge, IBV_WR_ATOMIC_FETCH_AND_ADD, 250, res, 8, p.mr_a->lkey);
+	wr.wr.atomic.remote_addr = (uintptr_t)rem;
+	wr.wr.atomic.rkey = p.mr_b->rkey;
+	wr.wr.atomic.compare_add = 23;
+	if (post_a(&p, &wr) ||
+	    expect_wc(p.cq_a, "FETCH_AND_ADD", p.a, 250, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 8, NULL))
+		return -1;
+	CHECK(*res == 100, "FETCH_AND_ADD returned %" PRIu64 ", expected 100", *res);
+	CHECK(*rem == 123, "FETCH_AND_ADD: remote %" PRIu64 ", expected 123", *rem);
+
+	send_wr(&wr, &sge, IBV_WR_ATOMIC_CMP_AND_SWP, 251, res, 8, p.mr_a->lkey);
+	wr.wr.atomic.remote_addr = (uintptr_t)rem;
+	wr.wr.atomic.rkey = p.mr_b->rkey;
+	wr.wr.atomic.compare_add = 123;
+	wr.wr.atomic.swap = 0x0123456789abcdefull;
+	if (post_a(&p, &wr) ||
+	    expect_wc(p.cq_a, "CMP_AND_SWP", p.a, 251, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, 8, NULL))
+		return -1;
+	CHECK(*res == 123, "CMP_AND_SWP returned %" PRIu64 ", expected 123", *res);
+	CHECK(*rem == 0x0123456789abcdefull, "CMP_AND_SWP: remote 0x%" PRIx64
+	      ", expected 0x0123456789abcdef", *rem);
+
+	/* A compare that does not match leaves the word alone. */
+	wr.wr_id = 252;
+	wr.wr.atomic.compare_add = 5;
+	wr.wr.atomic.swap = 7;
+	if (post_a(&p, &wr) ||
+	    expect_wc(p.cq_a, "CMP_AND_SWP (no match)", p.a, 252, IBV_WC_SUCCESS,
+		      IBV_WC_COMP_SWAP, 8, NULL))
+		return -1;
+	CHECK(*res == 0x0123456789abcdefull, "CMP_AND_SWP (no match) returned 0x%" PRIx64, *res);
+	CHECK(*rem == 0x0123456789abcdefull, "CMP_AND_SWP (no match): remote changed to 0x%" PRIx64,
+	      *rem);
+	if (cq_empty(p.cq_b, "atomics, B's CQ"))
+		return -1;
+	vlog("FETCH_AND_ADD, CMP_AND_SWP (match and no match): values checked");
+
+	/* A burst: 64 receives, then 64 signaled SENDs in one chain. */
+	memset(p.buf_b, 0xee, DP_BUF);
+	for (i = 0; i < DP_BURST; i++) {
+		fill(p.buf_a + i * 256, 256, 100 + i);
+		recv_wr(&rwrs[i], &rsges[i], 1000 + i, p.buf_b + i * 256, 256, p.mr_b->lkey);
+		rwrs[i].next = i + 1 < DP_BURST ? &rwrs[i + 1] : NULL;
+		send_wr(&wrs[i], &sges[i], IBV_WR_SEND, 2000 + i, p.buf_a + i * 256, 256,
+			p.mr_a->lkey);
+		wrs[i].next = i + 1 < DP_BURST ? &wrs[i + 1] : NULL;
+	}
+	rbad = NULL;
+	OK(ibv_post_recv(p.b, rwrs, &rbad));
+	bad = NULL;
+	OK(ibv_post_send(p.a, wrs, &bad));
+	if (poll_n(p.cq_a, wc, DP_BURST, "burst of 64 SENDs"))
+		return -1;
+	for (i = 0; i < DP_BURST; i++) {
+		snprintf(what, sizeof(what), "burst SEND %d", i);
+		if (check_wc(&wc[i], what, p.a, 2000 + i, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL))
+			return -1;
+	}
+	if (poll_n(p.cq_b, wc, DP_BURST, "burst of 64 receives"))
+		return -1;
+	for (i = 0; i < DP_BURST; i++) {
+		snprintf(what, sizeof(what), "burst receive %d", i);
+		if (check_wc(&wc[i], what, p.b, 1000 + i, IBV_WC_SUCCESS, IBV_WC_RECV, 256, NULL) ||
+		    same(p.buf_b + i * 256, p.buf_a + i * 256, 256, what))
+			return -1;
+	}
+	if (cq_empty(p.cq_a, "after the burst, A's CQ") || cq_empty(p.cq_b, "after the burst, B's CQ"))
+		return -1;
+	vlog("burst: 64 send and 64 receive completions in order, data checked");
+
+	/*
+	 * RDMA WRITE with a key that is not B's: NAK (remote access error) to A,
+	 * whose WR completes with IBV_WC_REM_ACCESS_ERR; both QPs go to ERR.
+	 */
+	bad_rkey = p.mr_b->rkey ^ 0xff;
+	CHECK(bad_rkey != p.mr_a->rkey, "bad rkey 0x%x is A's", bad_rkey);
+	send_wr(&wr, &sge, IBV_WR_RDMA_WRITE, 260, p.buf_a, 64, p.mr_a->lkey);
+	wr.wr.rdma.remote_addr = (uintptr_t)p.buf_b;
+	wr.wr.rdma.rkey = bad_rkey;
+	if (post_a(&p, &wr) ||
+	    expect_wc(p.cq_a, "RDMA WRITE with a bad rkey", p.a, 260, IBV_WC_REM_ACCESS_ERR, 0, -1,
+		      NULL))
+		return -1;
+	vlog("RDMA WRITE with rkey 0x%x (B's is 0x%x): IBV_WC_REM_ACCESS_ERR", bad_rkey,
+	     p.mr_b->rkey);
+	/*
+	 * rxe raises IBV_EVENT_QP_ACCESS_ERR on B (C9-222.1); it must be acknowledged
+	 * before B is destroyed (ibv_destroy_qp waits for that), so wait for it a
+	 * while, but do not require it.
+	 */
+	n = wait_event(e, IBV_EVENT_QP_ACCESS_ERR, p.b, 1000);
+	if (n < 0)
+		return -1;
+	if (!n)
+		vlog("no IBV_EVENT_QP_ACCESS_ERR on B within 1 s");
+	OK(ibv_query_qp(p.a, &qa, IBV_QP_STATE, &qi));
+	vlog("afterwards: A in %s", qps(qa.qp_state));
+	OK(ibv_query_qp(p.b, &qa, IBV_QP_STATE, &qi));
+	vlog("afterwards: B in %s", qps(qa.qp_state));
+	return 0;
+}
+
+static int t_srq_limit(struct env *e)
+{
+	const int nrecv = 16, limit = 8, msg = 32;
+	struct ibv_srq_init_attr si;
+	struct ibv_srq_attr sa;
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc[16];
+	struct ibv_srq *srq;
+	struct ibv_pd *pd;
+	struct rc_pair p;
+	char what[64];
+	int i, n;
+
+	NEW(pd, ibv_alloc_pd(e->ctx));
+	memset(&si, 0, sizeof(si));
+	si.attr.max_wr = nrecv;
+	si.attr.max_sge = 1;
+	NEW(srq, ibv_create_srq(pd, &si));
+	if (rc_pair(e, pd, srq, 7, &p))
+		return -1;
+	memset(p.buf_b, 0xee, DP_BUF);
+	for (i = 0; i < nrecv; i++) {
+		recv_wr(&rwr, &sge, 500 + i, p.buf_b + i * 64, 64, p.mr_b->lkey);
+		rbad = NULL;
+		OK(ibv_post_srq_recv(srq, &rwr, &rbad));
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.srq_limit = limit;
+	OK(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT));
+	OK(ibv_query_srq(srq, &sa));
+	CHECK(sa.srq_limit == (uint32_t)limit, "srq_limit %u after arming %d", sa.srq_limit, limit);
+
+	/*
+	 * The event comes when fewer than `limit` WQEs are left: after the 9th
+	 * receive (7 left), not after the 8th (8 left). rxe raises it as the
+	 * responder takes the WQE, before the ACK, so it is there by the time the
+	 * SEND completes at A; 200 ms more for a driver that is slower about it.
+	 */
+	for (i = 0; i <= nrecv - limit; i++) {
+		snprintf(what, sizeof(what), "SEND %d to the SRQ", i);
+		fill(p.buf_a + i * 64, msg, 50 + i);
+		send_wr(&wr, &sge, IBV_WR_SEND, 600 + i, p.buf_a + i * 64, msg, p.mr_a->lkey);
+		if (post_a(&p, &wr) ||
+		    expect_wc(p.cq_a, what, p.a, 600 + i, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL))
+			return -1;
+		if (i == nrecv - limit - 1) {
+			n = wait_event(e, IBV_EVENT_SRQ_LIMIT_REACHED, srq, 200);
+			if (n < 0)
+				return -1;
+			CHECK(n == 0, "IBV_EVENT_SRQ_LIMIT_REACHED with %d receives left (limit %d)",
+			      nrecv - i - 1, limit);
+		}
+	}
+	n = wait_event(e, IBV_EVENT_SRQ_LIMIT_REACHED, srq, DP_WAIT_MS);
+	if (n < 0)
+		return -1;
+	CHECK(n == 1, "no IBV_EVENT_SRQ_LIMIT_REACHED within %d ms with %d receives left (limit %d)",
+	      DP_WAIT_MS, nrecv - i, limit);
+	vlog("IBV_EVENT_SRQ_LIMIT_REACHED with %d of %d receives left (limit %d)", nrecv - i,
+	     nrecv, limit);
+	OK(ibv_query_srq(srq, &sa));
+	CHECK(sa.srq_limit == 0, "srq_limit %u after the event, expected 0 (disarmed)",
+	      sa.srq_limit);
+
+	/* The consumed receives completed at B, in order, with the data. */
+	n = i;
+	if (poll_n(p.cq_b, wc, n, "receives from the SRQ"))
+		return -1;
+	for (i = 0; i < n; i++) {
+		snprintf(what, sizeof(what), "SRQ receive %d", i);
+		if (check_wc(&wc[i], what, p.b, 500 + i, IBV_WC_SUCCESS, IBV_WC_RECV, msg, NULL) ||
+		    same(p.buf_b + i * 64, p.buf_a + i * 64, msg, what) ||
+		    untouched(p.buf_b + i * 64 + msg, 64 - msg, 0xee, what))
+			return -1;
+	}
+	if (cq_empty(p.cq_b, "B's CQ after the SRQ receives"))
+		return -1;
+
+	/* Disarmed: one more receive taken raises no second event. */
+	fill(p.buf_a + n * 64, msg, 50 + n);
+	send_wr(&wr, &sge, IBV_WR_SEND, 600 + n, p.buf_a + n * 64, msg, p.mr_a->lkey);
+	if (post_a(&p, &wr) ||
+	    expect_wc(p.cq_a, "SEND after the event", p.a, 600 + n, IBV_WC_SUCCESS, IBV_WC_SEND,
+		      -1, NULL) ||
+	    expect_wc(p.cq_b, "SRQ receive after the event", p.b, 500 + n, IBV_WC_SUCCESS,
+		      IBV_WC_RECV, msg, NULL))
+		return -1;
+	n = wait_event(e, IBV_EVENT_SRQ_LIMIT_REACHED, srq, 200);
+	if (n < 0)
+		return -1;
+	CHECK(n == 0, "a second IBV_EVENT_SRQ_LIMIT_REACHED after the limit was disarmed");
+	return 0;
+}
+
+static int t_rnr(struct env *e)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	struct ibv_pd *pd;
+	struct rc_pair p, q;
+	struct timespec t0;
+	int n;
+
+	NEW(pd, ibv_alloc_pd(e->ctx));
+
+	/* rnr_retry 7 (infinite): the SEND waits for the receive posted 200 ms later. */
+	if (rc_pair(e, pd, NULL, 7, &p))
+		return -1;
+	fill(p.buf_a, 2000, 8);
+	memset(p.buf_b, 0xee, DP_BUF);
+	send_wr(&wr, &sge, IBV_WR_SEND, 300, p.buf_a, 2000, p.mr_a->lkey);
+	if (post_a(&p, &wr))
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	usleep(200 * 1000);
+	n = ibv_poll_cq(p.cq_a, 1, &wc);
+	CHECK(n == 0, "SEND without a receive completed (poll %d, status %s)", n,
+	      n > 0 ? ibv_wc_status_str(wc.status) : "-");
+	if (cq_empty(p.cq_b, "B's CQ with no receive posted") ||
+	    post_recv_b(&p, 301, p.buf_b, 4096) ||
+	    expect_wc(p.cq_a, "SEND after RNR", p.a, 300, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL) ||
+	    expect_wc(p.cq_b, "receive after RNR", p.b, 301, IBV_WC_SUCCESS, IBV_WC_RECV, 2000,
+		      NULL) ||
+	    same(p.buf_b, p.buf_a, 2000, "SEND after RNR"))
+		return -1;
+	vlog("rnr_retry 7: SEND completed %ld ms after posting, receive posted at 200 ms",
+	     ms_since(&t0));
+
+	/* rnr_retry 0 on a fresh pair: the first RNR NAK fails the SEND. */
+	if (rc_pair(e, pd, NULL, 0, &q))
+		return -1;
+	send_wr(&wr, &sge, IBV_WR_SEND, 310, q.buf_a, 100, q.mr_a->lkey);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (post_a(&q, &wr) ||
+	    expect_wc(q.cq_a, "SEND with rnr_retry 0", q.a, 310, IBV_WC_RNR_RETRY_EXC_ERR, 0, -1,
+		      NULL) ||
+	    cq_empty(q.cq_b, "B's CQ after RNR_RETRY_EXC_ERR"))
+		return -1;
+	vlog("rnr_retry 0: IBV_WC_RNR_RETRY_EXC_ERR after %ld ms", ms_since(&t0));
+	return 0;
+}
+
 struct tcase {
 	const char *name;
 	int (*fn)(struct env *e);
-	int slow;		/* only when named, or with "all" */
+	/*
+	 * NULL: in the default list. Otherwise the case is opt-in: it runs when
+	 * named, when its group is named, or with "all".
+	 */
+	const char *group;
 	const char *what;
 };
 
 static const struct tcase cases[] = {
-	{ "device", t_device, 0, "open, query_device(_ex)/port/gid(_ex)/pkey, bad indices" },
-	{ "pd", t_pd, 0, "alloc/dealloc PD; PD/CQ still in use: EBUSY" },
-	{ "mr", t_mr, 0, "reg/dereg MR; keys; bad access EINVAL; unmapped EFAULT; zero length" },
-	{ "cq", t_cq, 0, "create/resize/notify/destroy CQ; limits; completion channel stays quiet" },
-	{ "qp", t_qp, 0, "RC/UC/UD QPs: caps, RESET-INIT-RTR-RTS-ERR-RESET, illegal transitions" },
-	{ "srq", t_srq, 0, "create/query/arm/resize SRQ; QP on SRQ; limits" },
-	{ "ah", t_ah, 0, "create/destroy AH on the RoCE v2 GID; bad sgid_index/port" },
-	{ "fastpath", t_fastpath, 0, "post_recv into the user-space RQ ring; poll an empty CQ" },
-	{ "flush", t_flush, 0, "QP to ERR flushes posted receives: CQ event, WR_FLUSH_ERR" },
-	{ "cleanup", t_cleanup, 0, "close a context holding PD/MR/CQ/SRQ/QP/AH objects" },
-	{ "objects", t_objects, 1, "create and destroy -n objects (PD, MR, CQ, QP, AH in turn)" },
+	{ "device", t_device, NULL, "open, query_device(_ex)/port/gid(_ex)/pkey, bad indices" },
+	{ "pd", t_pd, NULL, "alloc/dealloc PD; PD/CQ still in use: EBUSY" },
+	{ "mr", t_mr, NULL, "reg/dereg MR; keys; bad access EINVAL; unmapped EFAULT; zero length" },
+	{ "cq", t_cq, NULL, "create/resize/notify/destroy CQ; limits; completion channel stays quiet" },
+	{ "qp", t_qp, NULL, "RC/UC/UD QPs: caps, RESET-INIT-RTR-RTS-ERR-RESET, illegal transitions" },
+	{ "srq", t_srq, NULL, "create/query/arm/resize SRQ; QP on SRQ; limits" },
+	{ "ah", t_ah, NULL, "create/destroy AH on the RoCE v2 GID; bad sgid_index/port" },
+	{ "fastpath", t_fastpath, NULL, "post_recv into the user-space RQ ring; poll an empty CQ" },
+	{ "flush", t_flush, NULL, "QP to ERR flushes posted receives: CQ event, WR_FLUSH_ERR" },
+	{ "cleanup", t_cleanup, NULL, "close a context holding PD/MR/CQ/SRQ/QP/AH objects" },
+	{ "objects", t_objects, "slow", "create and destroy -n objects (PD, MR, CQ, QP, AH in turn)" },
+	{ "rc_loop", t_rc_loop, "datapath",
+	  "RC QP pair on the own GID: SEND(_IMM), WRITE(_IMM), READ, atomics, burst, bad rkey" },
+	{ "srq_limit", t_srq_limit, "datapath",
+	  "SENDs to an SRQ below its armed limit: SRQ_LIMIT_REACHED, limit disarmed" },
+	{ "rnr", t_rnr, "datapath", "SEND before its receive: RNR retry (7), RNR_RETRY_EXC_ERR (0)" },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -1416,11 +2099,13 @@ static void usage(FILE *f)
 {
 	size_t i;
 
-	fprintf(f, "usage: rrxe_verbs [-d DEV] [-g GID_INDEX] [-n COUNT] [-v] [-l] [CASE...|all]\n"
-		"cases (default: all but the slow ones):\n");
+	fprintf(f, "usage: rrxe_verbs [-d DEV] [-g GID_INDEX] [-n COUNT] [-v] [-l] "
+		"[CASE...|GROUP...|all]\n"
+		"cases (default: those without a [group]; a group name selects its cases):\n");
 	for (i = 0; i < NCASES; i++)
-		fprintf(f, "  %-9s %s%s\n", cases[i].name, cases[i].what,
-			cases[i].slow ? " [slow]" : "");
+		fprintf(f, "  %-9s %s%s%s%s\n", cases[i].name, cases[i].what,
+			cases[i].group ? " [" : "", cases[i].group ? cases[i].group : "",
+			cases[i].group ? "]" : "");
 }
 
 int main(int argc, char **argv)
@@ -1446,13 +2131,14 @@ int main(int argc, char **argv)
 	memset(sel, 0, sizeof(sel));
 	if (optind == argc) {
 		for (c = 0; c < NCASES; c++)
-			sel[c] = !cases[c].slow;
+			sel[c] = !cases[c].group;
 	}
 	for (i = optind; i < argc; i++) {
 		int found = 0;
 
 		for (c = 0; c < NCASES; c++) {
-			if (!strcmp(argv[i], "all") || !strcmp(argv[i], cases[c].name)) {
+			if (!strcmp(argv[i], "all") || !strcmp(argv[i], cases[c].name) ||
+			    (cases[c].group && !strcmp(argv[i], cases[c].group))) {
 				sel[c] = 1;
 				found = 1;
 			}
