@@ -151,6 +151,28 @@ bg_wait() {
     return $rc
 }
 
+# retry_connect TRIES NAME CMD...: run a client whose peer's server may not listen yet
+# (output in /tmp/NAME.out, printed afterwards), again a second later while it fails with
+# "Couldn't connect" (ibv_*_pingpong's message for a refused or failed TCP connect), at
+# most TRIES times. A client that connected and then failed is not run again, so give
+# CMD a `timeout` and a device that never completes its work fails the test in bounded
+# time. Returns CMD's exit status.
+retry_connect() {
+    local tries=$1 name=$2 i=1 rc
+    shift 2
+    log "+ $*  (output: /tmp/$name.out)"
+    while :; do
+        "$@" > "/tmp/$name.out" 2>&1
+        rc=$?
+        [ $rc = 0 ] && break
+        grep -q "Couldn't connect" "/tmp/$name.out" || break
+        [ "$i" -ge "$tries" ] && break
+        i=$((i + 1)); sleep 1
+    done
+    sed "s/^/  $name| /" "/tmp/$name.out"
+    return $rc
+}
+
 # check_perftest FILE: a perftest report must be present and every number in its
 # result rows finite and non-zero.
 check_perftest() {
