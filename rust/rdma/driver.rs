@@ -64,14 +64,86 @@ impl<D> Object<b::ib_cq, D> {
     }
 }
 
+/// Delivers an asynchronous event to the handler ib_core installed for an object.
+///
+/// # Safety
+///
+/// `handler`/`context` must be the object's `event_handler` and its context,
+/// valid while the object lives; `event` must describe that object.
+unsafe fn dispatch(
+    handler: Option<unsafe extern "C" fn(*mut b::ib_event, *mut kernel::ffi::c_void)>,
+    context: *mut kernel::ffi::c_void,
+    event: &mut b::ib_event,
+) {
+    if let Some(handler) = handler {
+        // SAFETY: Guaranteed by the caller.
+        unsafe { handler(event, context) };
+    }
+}
+
+impl<D> Object<b::ib_cq, D> {
+    /// Raises `IB_EVENT_CQ_ERR`: the CQ overran and completions were lost.
+    pub fn error_event(&self) {
+        let cq = self.as_raw();
+        // SAFETY: The CQ is alive (`&self`); ib_core set its device, handler
+        // and context when creating it.
+        unsafe {
+            let mut ev = b::ib_event {
+                device: (*cq).device,
+                event: b::ib_event_type_IB_EVENT_CQ_ERR,
+                ..Default::default()
+            };
+            ev.element.cq = cq;
+            dispatch((*cq).event_handler, (*cq).cq_context, &mut ev);
+        }
+    }
+}
+
+impl<D> Object<b::ib_srq, D> {
+    /// Raises `IB_EVENT_SRQ_LIMIT_REACHED`.
+    pub fn limit_event(&self) {
+        let srq = self.as_raw();
+        // SAFETY: The SRQ is alive (`&self`); ib_core set its device, handler
+        // and context when creating it.
+        unsafe {
+            let mut ev = b::ib_event {
+                device: (*srq).device,
+                event: b::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+                ..Default::default()
+            };
+            ev.element.srq = srq;
+            dispatch((*srq).event_handler, (*srq).srq_context, &mut ev);
+        }
+    }
+}
+
+impl<D> Object<b::ib_qp, D> {
+    /// Raises an asynchronous QP event (`enum ib_event_type`), e.g.
+    /// `IB_EVENT_QP_FATAL` or `IB_EVENT_COMM_EST`.
+    pub fn event(&self, event: b::ib_event_type) {
+        let qp = self.as_raw();
+        // SAFETY: The QP is alive (`&self`); ib_core set its device, handler
+        // and context when creating it.
+        unsafe {
+            let mut ev = b::ib_event {
+                device: (*qp).device,
+                event,
+                ..Default::default()
+            };
+            ev.element.qp = qp;
+            dispatch((*qp).event_handler, (*qp).qp_context, &mut ev);
+        }
+    }
+}
+
 /// A completion queue that a queue pair completes into.
 ///
 /// # Invariants
 ///
 /// Points to a live `Cq<T>`: ib_core holds a use count on a QP's CQs from
 /// before `create_qp` until after `destroy_qp` returns. A `CqRef` is only
-/// handed to the driver's `create_qp`, is not `Clone`, and must be kept in
-/// that QP's data, which `destroy_qp` drops.
+/// handed to the driver's `create_qp`, is not `Clone`, and must be dropped
+/// before that QP's `destroy_qp` returns (at the latest with the QP's data).
 pub struct CqRef<T: Driver>(core::ptr::NonNull<Cq<T>>);
 
 // SAFETY: `Cq<T>`'s driver data is `Send + Sync`; ib_core synchronises the core part.
@@ -93,6 +165,40 @@ impl<T: Driver> CqRef<T> {
     /// `cq` must be a live CQ of driver `T` that stays alive as the invariant requires.
     pub(crate) unsafe fn new(cq: *mut b::ib_cq) -> Option<Self> {
         core::ptr::NonNull::new(cq.cast::<Cq<T>>()).map(Self)
+    }
+}
+
+/// The shared receive queue a queue pair takes its receives from.
+///
+/// # Invariants
+///
+/// Points to a live `Srq<T>`: ib_core holds a use count on a QP's SRQ from
+/// before `create_qp` until after `destroy_qp` returns, and refuses to
+/// destroy an SRQ in use. An `SrqRef` is only handed to the driver's
+/// `create_qp`, is not `Clone`, and must be dropped before that QP's
+/// `destroy_qp` returns.
+pub struct SrqRef<T: Driver>(core::ptr::NonNull<Srq<T>>);
+
+// SAFETY: `Srq<T>`'s driver data is `Send + Sync`; ib_core synchronises the core part.
+unsafe impl<T: Driver> Send for SrqRef<T> {}
+// SAFETY: See `Send` above.
+unsafe impl<T: Driver> Sync for SrqRef<T> {}
+
+impl<T: Driver> core::ops::Deref for SrqRef<T> {
+    type Target = Srq<T>;
+    fn deref(&self) -> &Srq<T> {
+        // SAFETY: By the invariant the SRQ is alive.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T: Driver> SrqRef<T> {
+    /// # Safety
+    ///
+    /// `srq` must be NULL or a live SRQ of driver `T` that stays alive as the
+    /// invariant requires.
+    pub(crate) unsafe fn new(srq: *mut b::ib_srq) -> Option<Self> {
+        core::ptr::NonNull::new(srq.cast::<Srq<T>>()).map(Self)
     }
 }
 
@@ -162,12 +268,14 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn req_notify_cq(cq: &Cq<Self>, flags: u32) -> Result<bool>;
 
     /// Creates a queue pair; returns its data and QP number. `send_cq` and
-    /// `recv_cq` are the CQs it completes into.
+    /// `recv_cq` are the CQs it completes into, `srq` the shared receive
+    /// queue it receives from, if any.
     fn create_qp(
         pd: &Pd<Self>,
         init: &mut QpInit<'_>,
         send_cq: CqRef<Self>,
         recv_cq: CqRef<Self>,
+        srq: Option<SrqRef<Self>>,
         udata: &mut Udata,
     ) -> Result<(impl PinInit<Self::Qp, Error>, u32)>;
     /// Applies the attributes selected by `mask` (a state transition).
@@ -176,6 +284,11 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn query_qp(qp: &Qp<Self>, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_init_attr) -> Result;
     /// Checks that a queue pair may go; its data is dropped afterwards.
     fn destroy_qp(qp: &Qp<Self>) -> Result;
+    /// User space rang the send doorbell: work requests are waiting in the
+    /// send queue it shares with the driver.
+    fn post_send_doorbell(_qp: &Qp<Self>) -> Result {
+        Err(EOPNOTSUPP)
+    }
 
     /// Creates a shared receive queue (updates the capacities in `init`).
     fn create_srq(
@@ -253,6 +366,7 @@ impl<T: Driver> OpsTable<T> {
             modify_qp: op!(T::HAS_MODIFY_QP, Self::modify_qp),
             query_qp: op!(T::HAS_QUERY_QP, Self::query_qp),
             destroy_qp: op!(T::HAS_CREATE_QP, Self::destroy_qp),
+            post_send: op!(T::HAS_POST_SEND_DOORBELL, Self::post_send),
             create_srq: op!(T::HAS_CREATE_SRQ, Self::create_srq),
             modify_srq: op!(T::HAS_MODIFY_SRQ, Self::modify_srq),
             query_srq: op!(T::HAS_QUERY_SRQ, Self::query_srq),
@@ -509,7 +623,10 @@ impl<T: Driver> OpsTable<T> {
             };
             // SAFETY: As above, `init` and `udata` are valid for the call.
             let (mut init, mut udata) = unsafe { (QpInit::<'_>::new(&mut *init), Udata::from_raw(udata)) };
-            let (data, qpn) = T::create_qp(pd, &mut init, send_cq, recv_cq, &mut udata)?;
+            // SAFETY: ib_core holds a use count on the QP's SRQ (if any) for
+            // the QP's lifetime and refuses to destroy an SRQ in use.
+            let srq = unsafe { SrqRef::new(init.srq()) };
+            let (data, qpn) = T::create_qp(pd, &mut init, send_cq, recv_cq, srq, &mut udata)?;
             // SAFETY: `qp` was allocated with `Qp::<T>::SIZE` bytes.
             unsafe {
                 Qp::<T>::init(qp, data)?;
@@ -565,6 +682,30 @@ impl<T: Driver> OpsTable<T> {
             T::destroy_qp(unsafe { Qp::<T>::from_raw(qp) })?;
             // SAFETY: The driver agreed; ib_core frees `qp` after this returns.
             unsafe { Qp::<T>::drop_data(qp) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `post_send` callback of a device of driver `T`.
+    unsafe extern "C" fn post_send(
+        qp: *mut b::ib_qp,
+        wr: *const b::ib_send_wr,
+        bad_wr: *mut *const b::ib_send_wr,
+    ) -> c_int {
+        // Only user QPs exist (no kernel verbs): uverbs rings the doorbell
+        // with an empty list. A list from a kernel caller is refused whole.
+        if !wr.is_null() {
+            if !bad_wr.is_null() {
+                // SAFETY: ib_core passes a valid pointer for the failed request.
+                unsafe { *bad_wr = wr };
+            }
+            return EOPNOTSUPP.to_errno();
+        }
+        from_result(|| {
+            // SAFETY: `create_qp` succeeded for `qp`.
+            T::post_send_doorbell(unsafe { Qp::<T>::from_raw(qp) })?;
             Ok(0)
         })
     }

@@ -39,6 +39,10 @@ impl<'a> QpInit<'a> {
         !self.0.srq.is_null()
     }
 
+    pub(crate) fn srq(&self) -> *mut b::ib_srq {
+        self.0.srq
+    }
+
     /// Requested capabilities; the driver writes back what it provides.
     pub fn cap(&mut self) -> &mut b::ib_qp_cap {
         &mut self.0.cap
@@ -70,6 +74,18 @@ pub struct QpAttr<'a>(&'a b::ib_qp_attr);
 impl<'a> QpAttr<'a> {
     pub(crate) fn new(raw: &'a b::ib_qp_attr) -> Self {
         Self(raw)
+    }
+
+    /// The source GID of the address vector (`IB_QP_AV`): the raw 16 bytes of
+    /// the GID table entry ib_core resolved for `ah_attr.grh.sgid_index`.
+    pub fn source_gid(&self) -> Option<[u8; 16]> {
+        let attr = self.0.ah_attr.grh.sgid_attr;
+        if attr.is_null() {
+            return None;
+        }
+        // SAFETY: ib_core sets `sgid_attr` to a GID table entry it holds a
+        // reference on for the duration of `modify_qp`; `gid.raw` is plain bytes.
+        Some(unsafe { (*attr).gid.raw })
     }
 }
 

@@ -1,25 +1,39 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Pinned user memory (`struct ib_umem`).
+//! Pinned user memory (`struct ib_umem`) and access to it from any task.
 //!
 //! C header: [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h).
+//!
+//! The datapath runs in a kernel worker, not in the process that registered
+//! the memory, so it cannot use `copy_to_user`: it reaches the pinned pages
+//! themselves, mapping one page at a time with `kmap_local_page`.
 
 use super::{bindings as b, device::Device, driver::Driver};
-use core::ptr::NonNull;
-use kernel::{error::from_err_ptr, prelude::*};
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicU64, Ordering},
+};
+use kernel::{error::from_err_ptr, page::PAGE_SIZE, prelude::*};
 
 /// User pages pinned for the lifetime of the object.
 ///
 /// # Invariants
 ///
-/// `raw` is a umem returned by `ib_umem_get_va` and not yet released.
+/// `raw` is a umem returned by `ib_umem_get_va` and not yet released;
+/// `pages` are its pages in address order, pinned as long as `raw` is held;
+/// byte 0 of the region is at `first` in `pages[0]`; the region is `len` bytes.
 pub struct Umem {
     raw: NonNull<b::ib_umem>,
+    pages: KVec<NonNull<b::page>>,
+    first: usize,
+    len: usize,
 }
 
-// SAFETY: A umem is only released once, by `drop`; its pages are pinned.
+// SAFETY: A umem is only released once, by `drop`; its pages are pinned, and
+// page access goes through per-call mappings.
 unsafe impl Send for Umem {}
-// SAFETY: Shared access only reads the umem's immutable description.
+// SAFETY: Shared access reads the immutable description; the bytes of user
+// memory are accessed with copies and atomics, never through references.
 unsafe impl Sync for Umem {}
 
 impl Umem {
@@ -30,10 +44,117 @@ impl Umem {
         // SAFETY: `dev` is a live device; ib_core validates the range against
         // the caller's address space and returns an error pointer on failure.
         let raw = from_err_ptr(unsafe { b::rrxe_umem_get(dev.as_raw(), addr as c_ulong, len, access as c_int) })?;
-        // INVARIANT: `raw` is a valid umem now owned by `Self`.
+        let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        // From here on `release` undoes the pinning on every error path.
+        let release = |e| {
+            // SAFETY: `raw` is a umem not released yet and not stored anywhere.
+            unsafe { b::ib_umem_release(raw.as_ptr()) };
+            e
+        };
+        // SAFETY: `raw` is a valid umem.
+        let n = unsafe { b::rrxe_umem_num_pages(raw.as_ptr()) } as usize;
+        let mut pages = KVec::with_capacity(n, GFP_KERNEL).map_err(|e| release(e.into()))?;
+        // SAFETY: `pages` has room for `n` pointers; the shim writes at most `n`.
+        let got = unsafe { b::rrxe_umem_pages(raw.as_ptr(), pages.spare_capacity_mut().as_mut_ptr().cast(), n as c_ulong) };
+        if got as usize != n {
+            return Err(release(EFAULT));
+        }
+        // SAFETY: The shim initialised `n` elements, all non-NULL page pointers.
+        unsafe { pages.inc_len(n) };
+        // INVARIANT: `raw` is valid and owned; `pages` lists its pinned pages.
         Ok(Self {
-            raw: NonNull::new(raw).ok_or(ENOMEM)?,
+            raw,
+            pages,
+            first: addr % PAGE_SIZE,
+            len,
         })
+    }
+
+    /// Length of the region in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the region is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Calls `f(page, offset in page, range of the caller's buffer)` for every
+    /// page piece of `[off, off + len)`; `EFAULT` if it leaves the region.
+    fn for_each_piece(
+        &self,
+        off: usize,
+        len: usize,
+        mut f: impl FnMut(NonNull<b::page>, usize, core::ops::Range<usize>),
+    ) -> Result {
+        let end = off.checked_add(len).ok_or(EFAULT)?;
+        if end > self.len {
+            return Err(EFAULT);
+        }
+        let mut done = 0;
+        while done < len {
+            let abs = self.first + off + done;
+            let page = *self.pages.get(abs / PAGE_SIZE).ok_or(EFAULT)?;
+            let in_page = abs % PAGE_SIZE;
+            let n = (PAGE_SIZE - in_page).min(len - done);
+            f(page, in_page, done..done + n);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copies `buf.len()` bytes at offset `off` of the region into `buf`.
+    pub fn read(&self, off: usize, buf: &mut [u8]) -> Result {
+        let dst = buf.as_mut_ptr();
+        self.for_each_piece(off, buf.len(), |page, in_page, r| {
+            // SAFETY: `page` is pinned (invariant); the mapping covers the whole
+            // page and `in_page + r.len() <= PAGE_SIZE`; `r` lies inside `buf`.
+            unsafe {
+                let va = b::rrxe_kmap_local_page(page.as_ptr()).cast::<u8>();
+                core::ptr::copy_nonoverlapping(va.add(in_page), dst.add(r.start), r.len());
+                b::rrxe_kunmap_local(va.cast());
+            }
+        })
+    }
+
+    /// Copies `data` to offset `off` of the region.
+    pub fn write(&self, off: usize, data: &[u8]) -> Result {
+        let src = data.as_ptr();
+        self.for_each_piece(off, data.len(), |page, in_page, r| {
+            // SAFETY: As in `read`, with the copy going the other way; user
+            // space may touch the same bytes concurrently, which is its affair
+            // (the bytes are never read back as Rust values).
+            unsafe {
+                let va = b::rrxe_kmap_local_page(page.as_ptr()).cast::<u8>();
+                core::ptr::copy_nonoverlapping(src.add(r.start), va.add(in_page), r.len());
+                b::rrxe_kunmap_local(va.cast());
+            }
+        })
+    }
+
+    /// Atomically replaces the 8-byte word at `off` (8-aligned in the region's
+    /// address space) with `f(old)` and returns `old`.
+    pub fn atomic_u64(&self, off: usize, f: impl Fn(u64) -> u64) -> Result<u64> {
+        if (self.first + off) % 8 != 0 {
+            return Err(EINVAL);
+        }
+        let mut old = 0;
+        self.for_each_piece(off, 8, |page, in_page, _| {
+            // SAFETY: The word is 8-aligned and so inside one pinned page; the
+            // mapping lives until `kunmap_local`. User space may access the word
+            // concurrently, with atomics of its own or plain stores: the CPU's
+            // atomic compare-exchange keeps the update indivisible either way.
+            unsafe {
+                let va = b::rrxe_kmap_local_page(page.as_ptr()).cast::<u8>();
+                let word = AtomicU64::from_ptr(va.add(in_page).cast());
+                old = match word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| Some(f(v))) {
+                    Ok(v) | Err(v) => v,
+                };
+                b::rrxe_kunmap_local(va.cast());
+            }
+        })?;
+        Ok(old)
     }
 }
 

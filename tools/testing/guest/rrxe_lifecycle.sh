@@ -10,6 +10,7 @@
 gone() { [ ! -e "/sys/class/infiniband/$1" ]; }
 port_down() { grep -q DOWN "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null; }
 
+run modprobe -a udp_tunnel ip6_udp_tunnel
 run insmod /rrxe/rrxe.ko
 run ip link add veth0 type veth peer name veth1
 run ip addr add 198.51.100.1/24 dev veth0

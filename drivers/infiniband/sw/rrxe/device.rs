@@ -9,6 +9,7 @@
 //! given with `ib_device_set_netdev`.
 
 use crate::{
+    datapath::Datapath,
     index::Indices,
     params as p,
     rdma::{
@@ -52,6 +53,8 @@ pub(crate) struct RrxeDev {
     pub(crate) mrns: Arc<Indices>,
     /// Low 8 bits of the next memory key.
     pub(crate) key_variant: AtomicU8,
+    /// QPs and memory regions as the datapath reaches them.
+    pub(crate) dp: Arc<Datapath>,
 }
 
 impl RrxeDev {
@@ -79,6 +82,7 @@ pub(crate) fn add(name: &CStr, netdev: &NetDevice) -> Result {
         ahns: Arc::new(Indices::new(1, p::MAX_AH)?, GFP_KERNEL)?,
         mrns: Arc::new(Indices::new(1, p::MAX_MR)?, GFP_KERNEL)?,
         key_variant: AtomicU8::new(0),
+        dp: Datapath::new(netdev)?,
     };
     Device::register(name, netdev, data, |setup| {
         // Modified EUI-64 from the MAC, as for IPv6 interface identifiers.
@@ -114,6 +118,28 @@ fn find(netdev: &NetDevice) -> Option<ARef<Device<RrxeDev>>> {
     // SAFETY: `untrack` removes the entry under this lock before the device
     // is freed, so the device's memory is still there.
     unsafe { Device::try_get(e.ib as *mut _) }
+}
+
+/// Takes a reference to the device over the net device at `addr`, if any.
+pub(crate) fn find_by_netdev_addr(addr: usize) -> Option<ARef<Device<RrxeDev>>> {
+    let list = DEVICES.lock();
+    let e = list.iter().find(|e| e.netdev == addr)?;
+    // SAFETY: As in `find`.
+    unsafe { Device::try_get(e.ib as *mut _) }
+}
+
+/// References to every live device (for the datapath worker).
+pub(crate) fn all() -> KVec<ARef<Device<RrxeDev>>> {
+    let list = DEVICES.lock();
+    let mut v = KVec::new();
+    for e in list.iter() {
+        // SAFETY: As in `find`.
+        if let Some(dev) = unsafe { Device::try_get(e.ib as *mut _) } {
+            // Without memory the worker skips devices this round.
+            let _ = v.push(dev, GFP_KERNEL);
+        }
+    }
+    v
 }
 
 /// Unregisters every rrxe device; waits for ones already going away. Then

@@ -1,25 +1,50 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Memory regions: pinned user memory with local and remote keys.
+//!
+//! The pages live in the device's region table ([`crate::mem::Regions`]),
+//! where the datapath finds them by key; the verb object owns the entry and
+//! removes it when the region is deregistered.
 
-use crate::{index::Index, rdma::umem::Umem};
+use crate::{
+    datapath::Datapath,
+    index::Index,
+    mem::Region,
+    rdma::umem::Umem,
+};
+use kernel::{prelude::*, sync::Arc};
 
-/// Driver data of a memory region: its key index and the pinned pages.
+/// Driver data of a memory region.
 /// (ib_core keeps the IOVA, length and access flags in `struct ib_mr`.)
 pub(crate) struct Mr {
-    index: Index,
-    _umem: Umem,
+    _index: Index,
+    key: u32,
+    dp: Arc<Datapath>,
 }
 
 impl Mr {
-    /// A region over `umem`.
-    pub(crate) fn new(index: Index, umem: Umem) -> Self {
-        Self { index, _umem: umem }
+    /// Registers `umem` as seen at `iova` with `access` flags in protection
+    /// domain `pd`, under a key made of the index and an 8-bit variant (so a
+    /// stale key of a freed region with the same index does not match).
+    pub(crate) fn new(index: Index, variant: u8, pd: usize, iova: u64, access: u32, umem: Umem, dp: &Arc<Datapath>) -> Result<Self> {
+        let key = (index.get() << 8) | u32::from(variant);
+        dp.regions.insert(Region { key, pd, iova, access, umem })?;
+        Ok(Self {
+            _index: index,
+            key,
+            dp: dp.clone(),
+        })
     }
 
-    /// The key of this region: its index and an 8-bit variant, so a stale
-    /// key of a freed region with the same index does not match.
-    pub(crate) fn key(&self, variant: u8) -> u32 {
-        (self.index.get() << 8) | u32::from(variant)
+    /// The local and remote key.
+    pub(crate) fn key(&self) -> u32 {
+        self.key
+    }
+}
+
+impl Drop for Mr {
+    fn drop(&mut self) {
+        // Waits for any copy in progress; the pages are unpinned here.
+        drop(self.dp.regions.remove(self.key));
     }
 }

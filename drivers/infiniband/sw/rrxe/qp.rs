@@ -1,23 +1,52 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Queue pairs: the send and receive rings librxe writes work requests into,
-//! and the attributes that `modify_qp` moves through the IB state machine.
+//! the attributes that `modify_qp` moves through the IB state machine, and,
+//! for a connected RC QP, the protocol core's RC engine that the datapath
+//! worker drives.
+//!
+//! The QP's state lives in a [`QpCore`] shared (by `Arc`) between the verb
+//! object and the worker. `destroy_qp` empties it under its lock, so once the
+//! verb returns the worker can no longer reach the rings, CQs or SRQ.
 
 use crate::{
     cq,
-    device::RrxeDev,
+    datapath::Datapath,
     index::Index,
     params as p,
+    path::{self, Path},
+    proto::{
+        opcode::mask, CompletionSink, Env, Packet, QpConfig, QpState, TxSink, WcOpcode, WcStatus, WorkCompletion,
+    },
     queue::{Queue, Side},
     rdma::{
         bindings as b,
-        driver::CqRef,
+        driver::{CqRef, SrqRef},
         qp::{modify_is_ok, QpAttr, QpInit},
         udata::Udata,
     },
     uapi::{RECV_WQE_HDR, SEND_WQE_HDR, SGE_SIZE},
+    wqe,
+    RrxeDev,
 };
-use kernel::{new_mutex, prelude::*, sync::Mutex};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+/// The RC engine of the protocol core: 8 send WQEs in flight, 2 receive
+/// WQEs taken ahead from the receive queue, 10 responder resources. The
+/// engine is built by value (the core has no allocator), so it is kept small
+/// enough to pass through a kernel stack.
+type RcEngine = crate::proto::Qp<8, 2, 10>;
+/// Initiator depth the engine supports (its responder resources minus two).
+const MAX_RD_ATOMIC: u8 = 8;
+/// Room for the largest packet: IPv6 + UDP + headers + 4096 bytes + ICRC.
+const SCRATCH: usize = 48 + 64 + 4096 + 4;
+/// Packets one service call sends at most before letting others run.
+const TX_BUDGET: usize = 256;
 
 /// Attributes a QP keeps between `modify_qp` calls, as `query_qp` reports them.
 struct Attrs(b::ib_qp_attr);
@@ -26,12 +55,42 @@ struct Attrs(b::ib_qp_attr);
 // cleared before storing and never dereferenced; the rest is plain data.
 unsafe impl Send for Attrs {}
 
-/// The mutable part of a QP.
-struct State {
+/// A connected RC QP's engine and where its packets go.
+struct Conn {
+    rc: KBox<RcEngine>,
+    path: Path,
+    scratch: KVec<u8>,
+}
+
+/// Everything of a QP that exists until `destroy_qp`.
+struct Live {
     attrs: Attrs,
     sq: Queue,
     /// `None` when receives come from an SRQ.
     rq: Option<Queue>,
+    srq: Option<SrqRef<RrxeDev>>,
+    send_cq: CqRef<RrxeDev>,
+    recv_cq: CqRef<RrxeDev>,
+    /// Source GID of the address vector (`IB_QP_AV`).
+    sgid: [u8; 16],
+    /// RC QPs from RTR on.
+    conn: Option<Conn>,
+}
+
+/// The part of a QP the datapath worker shares.
+#[pin_data]
+pub(crate) struct QpCore {
+    qpn: u32,
+    qp_type: u32,
+    sq_sig_all: bool,
+    /// Protection domain, for comparison with memory regions' only.
+    pd: usize,
+    /// User space rang the send doorbell.
+    doorbell: AtomicBool,
+    /// When the engine's next timer expires (µs), `u64::MAX` for never.
+    deadline: AtomicU64,
+    #[pin]
+    live: Mutex<Option<Live>>,
 }
 
 /// Driver data of a queue pair.
@@ -39,13 +98,9 @@ struct State {
 pub(crate) struct Qp {
     /// Owns the QP number (ib_qp.qp_num) until the QP is destroyed.
     num: Index,
-    qp_type: u32,
-    sq_sig_all: bool,
     cap: b::ib_qp_cap,
-    send_cq: CqRef<RrxeDev>,
-    recv_cq: CqRef<RrxeDev>,
-    #[pin]
-    state: Mutex<State>,
+    core: Arc<QpCore>,
+    dp: Arc<Datapath>,
 }
 
 const STATE: u32 = b::ib_qp_attr_mask_IB_QP_STATE;
@@ -54,13 +109,226 @@ fn mask_has(mask: u32, bit: u32) -> bool {
     mask & bit != 0
 }
 
+/// Completions of one QP into its CQs.
+struct Completions<'a> {
+    send_cq: &'a CqRef<RrxeDev>,
+    recv_cq: &'a CqRef<RrxeDev>,
+    qpn: u32,
+    src_qp: u32,
+}
+
+fn complete_or_report(cq: &CqRef<RrxeDev>, wc: &b::ib_uverbs_wc) {
+    if cq::complete(cq, wc, false).is_err() {
+        // The CQ overran: the consumer is told, as the spec asks.
+        cq.error_event();
+    }
+}
+
+impl CompletionSink for Completions<'_> {
+    fn send_completion(&mut self, wc: &WorkCompletion) {
+        complete_or_report(self.send_cq, &wqe::completion(wc, self.qpn, self.src_qp));
+    }
+
+    fn recv_completion(&mut self, wc: &WorkCompletion) {
+        complete_or_report(self.recv_cq, &wqe::completion(wc, self.qpn, self.src_qp));
+    }
+}
+
+/// Packets of one QP out to the network.
+struct Tx<'a> {
+    path: &'a Path,
+    dp: &'a Datapath,
+    scratch: &'a mut KVec<u8>,
+    len: usize,
+}
+
+impl TxSink for Tx<'_> {
+    fn buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        let h = self.path.header_len();
+        self.len = len;
+        self.scratch.get_mut(h..h.checked_add(len)?)
+    }
+
+    fn commit(&mut self) {
+        let total = self.path.header_len() + self.len;
+        let Some(pkt) = self.scratch.get_mut(..total) else { return };
+        // A packet that cannot be built or sent is lost, as on a wire: the
+        // protocol retransmits it.
+        if self.path.write_headers(pkt).is_ok() && path::fill_icrc(pkt).is_ok() {
+            let _ = crate::net::xmit(self.dp.netdev(), pkt);
+        }
+    }
+}
+
+/// A flushed completion for `wr_id`.
+fn flushed(wr_id: u64, qpn: u32) -> b::ib_uverbs_wc {
+    b::ib_uverbs_wc {
+        wr_id,
+        status: b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+        qp_num: qpn,
+        ..Default::default()
+    }
+}
+
+/// Completes every work request still in the rings with `IB_WC_WR_FLUSH_ERR`,
+/// receives into the receive CQ and sends into the send CQ, in order.
+fn flush_rings(live: &mut Live, qpn: u32) {
+    if let Some(rq) = &mut live.rq {
+        while let Some(wr_id) = rq.pop_wr_id() {
+            complete_or_report(&live.recv_cq, &flushed(wr_id, qpn));
+        }
+    }
+    while let Some(wr_id) = live.sq.pop_wr_id() {
+        complete_or_report(&live.send_cq, &flushed(wr_id, qpn));
+    }
+}
+
+/// ACK timeout in µs for the IB `timeout` code (4.096 µs × 2^code; 0 means
+/// infinite, served as a very long timeout).
+fn timeout_us(code: u8) -> u64 {
+    if code == 0 {
+        return 1 << 40;
+    }
+    (4096u64 << code.min(31)) / 1000
+}
+
+/// Takes the next receive WQE from the QP's own ring or its SRQ.
+fn take_recv(rq: &mut Option<Queue>, srq: &Option<SrqRef<RrxeDev>>, buf: &mut [u8]) -> bool {
+    if let Some(rq) = rq {
+        if rq.peek(buf) {
+            rq.advance();
+            return true;
+        }
+        return false;
+    }
+    let Some(srq) = srq else { return false };
+    let (got, limit) = srq.data().take(buf);
+    if limit {
+        srq.limit_event();
+    }
+    got
+}
+
+impl QpCore {
+    /// The engine part of [`QpCore::service`]: returns the next deadline,
+    /// whether the engine failed and whether work is left, or `None` if the
+    /// QP is not connected.
+    fn run_engine(&self, live: &mut Live, dp: &Datapath, now: u64, pkt: Option<&Packet<'_>>) -> Option<(u64, bool, bool)> {
+        let Live { attrs, sq, rq, srq, send_cq, recv_cq, conn, .. } = live;
+        let Conn { rc, path, scratch } = conn.as_mut()?;
+        let mut mem = dp.regions.for_pd(self.pd);
+        let mut tx = Tx { path, dp, scratch, len: 0 };
+        let mut comps = Completions {
+            send_cq,
+            recv_cq,
+            qpn: self.qpn,
+            src_qp: rc.config().dest_qpn,
+        };
+        let mut env = Env {
+            now_us: now,
+            mem: &mut mem,
+            tx: &mut tx,
+            cq: &mut comps,
+        };
+        if let Some(pkt) = pkt {
+            if pkt.info.has(mask::RWR) && rc.recv_queued() == 0 {
+                let mut buf = [0u8; wqe::RECV_WQE_READ];
+                if take_recv(rq, srq, &mut buf) {
+                    match wqe::recv_wr(&buf) {
+                        Ok(wr) => {
+                            let _ = rc.post_recv(&mut env, wr);
+                        }
+                        Err(wr_id) => env.cq.recv_completion(&WorkCompletion {
+                            wr_id,
+                            status: WcStatus::LocQpOpErr,
+                            opcode: WcOpcode::Recv,
+                            byte_len: 0,
+                            imm: None,
+                            invalidated_rkey: None,
+                            qpn: self.qpn,
+                        }),
+                    }
+                }
+            }
+            rc.on_packet(&mut env, pkt);
+        }
+        if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS && rc.state() == QpState::Rts {
+            let mut buf = [0u8; wqe::SEND_WQE_READ];
+            while rc.send_room() > 0 && sq.peek(&mut buf) {
+                let wr = wqe::send_wr(&buf, self.sq_sig_all);
+                let posted = match wr {
+                    Ok(wr) => rc.post_send(&mut env, wr).map_err(|_| wr.wr_id),
+                    Err(bad) => Err(bad.wr_id),
+                };
+                sq.advance();
+                if let Err(wr_id) = posted {
+                    env.cq.send_completion(&WorkCompletion {
+                        wr_id,
+                        status: WcStatus::LocQpOpErr,
+                        opcode: WcOpcode::Send,
+                        byte_len: 0,
+                        imm: None,
+                        invalidated_rkey: None,
+                        qpn: self.qpn,
+                    });
+                    rc.enter_error(&mut env);
+                    break;
+                }
+            }
+        }
+        if rc.next_deadline().is_some_and(|d| d <= now) {
+            rc.on_timer(&mut env);
+        }
+        let sent = rc.poll_tx(&mut env, TX_BUDGET);
+        Some((
+            rc.next_deadline().unwrap_or(u64::MAX),
+            rc.state() == QpState::Error,
+            sent >= TX_BUDGET,
+        ))
+    }
+
+    /// Whether the worker should serve this QP now.
+    pub(crate) fn wants_service(&self, now: u64) -> bool {
+        self.doorbell.load(Ordering::Acquire) || self.deadline.load(Ordering::Relaxed) <= now
+    }
+
+    /// When the engine's next timer expires (µs), `u64::MAX` for never.
+    pub(crate) fn deadline(&self) -> u64 {
+        self.deadline.load(Ordering::Relaxed)
+    }
+
+    /// Runs the engine: hands it `pkt` if any, feeds it the send queue, fires
+    /// its timers and sends what it has to send.
+    pub(crate) fn service(&self, dp: &Datapath, now: u64, pkt: Option<&Packet<'_>>) {
+        self.doorbell.store(false, Ordering::Release);
+        let mut guard = self.live.lock();
+        let Some(live) = Option::as_mut(&mut *guard) else { return };
+        let Some((deadline, failed, more)) = self.run_engine(live, dp, now, pkt) else { return };
+        self.deadline.store(deadline, Ordering::Relaxed);
+        if failed && live.attrs.0.qp_state != b::ib_qp_state_IB_QPS_ERR {
+            live.attrs.0.qp_state = b::ib_qp_state_IB_QPS_ERR;
+            live.attrs.0.cur_qp_state = b::ib_qp_state_IB_QPS_ERR;
+            flush_rings(live, self.qpn);
+        }
+        if more {
+            // Budget used up with work left: come back.
+            self.doorbell.store(true, Ordering::Release);
+            crate::net::kick();
+        }
+    }
+}
+
 impl Qp {
     /// Creates a QP with its rings mapped into the caller.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         num: Index,
+        pd: usize,
+        dp: &Arc<Datapath>,
         init: &mut QpInit<'_>,
         send_cq: CqRef<RrxeDev>,
         recv_cq: CqRef<RrxeDev>,
+        srq: Option<SrqRef<RrxeDev>>,
         udata: &mut Udata,
     ) -> Result<impl PinInit<Self, Error>> {
         if init.create_flags() != 0 {
@@ -74,13 +342,12 @@ impl Qp {
         if !udata.is_user() || udata.inlen() != 0 {
             return Err(EINVAL);
         }
-        let has_srq = init.has_srq();
         let sq_sig_all = init.sq_sig_all();
         let cap = init.cap();
         if cap.max_send_wr > p::MAX_QP_WR
             || cap.max_send_sge > p::MAX_SGE
             || cap.max_inline_data > p::MAX_INLINE_DATA
-            || (!has_srq && (cap.max_recv_wr > p::MAX_QP_WR || cap.max_recv_sge > p::MAX_SGE))
+            || (srq.is_none() && (cap.max_recv_wr > p::MAX_QP_WR || cap.max_recv_sge > p::MAX_SGE))
         {
             return Err(EINVAL);
         }
@@ -91,7 +358,7 @@ impl Qp {
         cap.max_send_wr = sq.capacity();
         cap.max_send_sge = (payload / SGE_SIZE) as u32;
         cap.max_inline_data = payload as u32;
-        let rq = if has_srq {
+        let rq = if srq.is_some() {
             None
         } else {
             let rq = Queue::new(udata, Side::Consume, cap.max_recv_wr, RECV_WQE_HDR + cap.max_recv_sge as usize * SGE_SIZE)?;
@@ -113,15 +380,32 @@ impl Qp {
         };
         attrs.cap = *cap;
         let cap = *cap;
-        Ok(try_pin_init!(Self {
-            num,
-            qp_type,
-            sq_sig_all,
-            cap,
+        let qpn = num.get();
+        let live = Live {
+            attrs: Attrs(attrs),
+            sq,
+            rq,
+            srq,
             send_cq,
             recv_cq,
-            state <- new_mutex!(State { attrs: Attrs(attrs), sq, rq }),
-        }))
+            sgid: [0; 16],
+            conn: None,
+        };
+        let core = Arc::pin_init(
+            pin_init!(QpCore {
+                qpn,
+                qp_type,
+                sq_sig_all,
+                pd,
+                doorbell: AtomicBool::new(false),
+                deadline: AtomicU64::new(u64::MAX),
+                live <- new_mutex!(Some(live)),
+            }),
+            GFP_KERNEL,
+        )?;
+        dp.add_qp(qpn, core.clone())?;
+        let dp = dp.clone();
+        Ok(try_pin_init!(Self { num, cap, core, dp }))
     }
 
     /// Validates `attr`/`mask` and applies them (`modify_qp`).
@@ -130,6 +414,7 @@ impl Qp {
             return Err(EOPNOTSUPP);
         }
         use b::*;
+        let qp_type = self.core.qp_type;
         let has = |bit| mask_has(mask, bit);
         if has(ib_qp_attr_mask_IB_QP_PORT) && attr.port_num != 1 {
             return Err(EINVAL);
@@ -147,10 +432,11 @@ impl Qp {
                 | ib_access_flags_IB_ACCESS_REMOTE_WRITE
                 | ib_access_flags_IB_ACCESS_REMOTE_READ
                 | ib_access_flags_IB_ACCESS_REMOTE_ATOMIC) as i32;
-            if self.qp_type == ib_qp_type_IB_QPT_UD || attr.qp_access_flags & !ok != 0 {
+            if qp_type == ib_qp_type_IB_QPT_UD || attr.qp_access_flags & !ok != 0 {
                 return Err(EINVAL);
             }
         }
+        let mut sgid = None;
         if has(ib_qp_attr_mask_IB_QP_AV) {
             let ah = &attr.ah_attr;
             if ah.type_ != rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE
@@ -159,6 +445,7 @@ impl Qp {
             {
                 return Err(EINVAL);
             }
+            sgid = Some(attr.source_gid().ok_or(EINVAL)?);
         }
         if has(ib_qp_attr_mask_IB_QP_PATH_MTU) && attr.path_mtu > ib_mtu_IB_MTU_4096 {
             return Err(EINVAL);
@@ -175,12 +462,12 @@ impl Qp {
             return Err(EINVAL);
         }
 
-        let mut guard = self.state.lock();
-        let st = &mut *guard;
+        let mut guard = self.core.live.lock();
+        let st = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
         let cur_attrs = &mut st.attrs.0;
         let cur = if has(ib_qp_attr_mask_IB_QP_CUR_STATE) { attr.cur_qp_state } else { cur_attrs.qp_state };
         let next = if has(STATE) { attr.qp_state } else { cur };
-        if !modify_is_ok(cur, next, self.qp_type, mask) {
+        if !modify_is_ok(cur, next, qp_type, mask) {
             return Err(EINVAL);
         }
 
@@ -208,6 +495,9 @@ impl Qp {
             // Kept for query only: never hold ib_core's GID attribute pointer.
             cur_attrs.ah_attr.grh.sgid_attr = core::ptr::null();
         }
+        if let Some(sgid) = sgid {
+            st.sgid = sgid;
+        }
         // Responder and initiator depths round up to a power of two.
         if has(ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC) {
             cur_attrs.max_rd_atomic = attr.max_rd_atomic.max(1).next_power_of_two();
@@ -222,52 +512,137 @@ impl Qp {
             cur_attrs.sq_psn = attr.sq_psn & 0x00ff_ffff;
         }
         if has(STATE) {
-            cur_attrs.qp_state = next;
-            cur_attrs.cur_qp_state = next;
-            if next == ib_qp_state_IB_QPS_RESET {
+            self.enter(st, cur, next)?;
+        }
+        Ok(())
+    }
+
+    /// Moves the QP's datapath along a state transition already validated.
+    fn enter(&self, st: &mut Live, cur: u32, next: u32) -> Result {
+        let is_rc = self.core.qp_type == b::ib_qp_type_IB_QPT_RC;
+        match next {
+            b::ib_qp_state_IB_QPS_RESET => {
+                st.conn = None;
                 st.sq.clear();
                 if let Some(rq) = &st.rq {
                     rq.clear();
                 }
             }
-            if next == ib_qp_state_IB_QPS_ERR {
-                self.flush(st);
+            b::ib_qp_state_IB_QPS_RTR if is_rc && cur == b::ib_qp_state_IB_QPS_INIT => {
+                st.conn = Some(self.connect(st)?);
             }
+            b::ib_qp_state_IB_QPS_RTS if cur == b::ib_qp_state_IB_QPS_RTR => {
+                let a = &st.attrs.0;
+                if let Some(conn) = &mut st.conn {
+                    conn.rc
+                        .start_requester(
+                            a.sq_psn,
+                            a.retry_cnt,
+                            a.rnr_retry,
+                            timeout_us(a.timeout),
+                            a.max_rd_atomic.clamp(1, MAX_RD_ATOMIC),
+                        )
+                        .map_err(|_| EINVAL)?;
+                }
+            }
+            b::ib_qp_state_IB_QPS_ERR => {
+                if let Some(Conn { rc, path, scratch }) = &mut st.conn {
+                    // Work requests the engine holds are older than the rings'.
+                    let mut mem = self.dp.regions.for_pd(self.core.pd);
+                    let mut tx = Tx { path, dp: &self.dp, scratch, len: 0 };
+                    let mut comps = Completions {
+                        send_cq: &st.send_cq,
+                        recv_cq: &st.recv_cq,
+                        qpn: self.core.qpn,
+                        src_qp: rc.config().dest_qpn,
+                    };
+                    let mut env = Env {
+                        now_us: crate::datapath::now_us(),
+                        mem: &mut mem,
+                        tx: &mut tx,
+                        cq: &mut comps,
+                    };
+                    rc.enter_error(&mut env);
+                }
+                flush_rings(st, self.core.qpn);
+            }
+            _ => {}
         }
+        st.attrs.0.qp_state = next;
+        st.attrs.0.cur_qp_state = next;
         Ok(())
     }
 
-    /// Completes every outstanding work request with `IB_WC_WR_FLUSH_ERR`,
-    /// receives into the receive CQ and sends into the send CQ, in order.
-    fn flush(&self, st: &mut State) {
-        let flushed = |wr_id| b::ib_uverbs_wc {
-            wr_id,
-            status: b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
-            qp_num: self.num.get(),
-            ..Default::default()
+    /// Builds the RC engine at the move to RTR, from the attributes so far.
+    fn connect(&self, st: &Live) -> Result<Conn> {
+        let a = &st.attrs.0;
+        let mtu = 128u32 << a.path_mtu.clamp(b::ib_mtu_IB_MTU_256, b::ib_mtu_IB_MTU_4096);
+        let qpn = self.core.qpn;
+        let dest = a.dest_qp_num & 0x00ff_ffff;
+        let grh = &a.ah_attr.grh;
+        // RoCE v2 source port: entropy from the QP numbers, in 0xC000..=0xFFFF.
+        let sport = 0xc000 | ((qpn ^ dest ^ (qpn >> 14)) & 0x3fff) as u16;
+        // SAFETY: `raw` is the plain-bytes view of the GID union.
+        let dgid = unsafe { grh.dgid.raw };
+        let path = Path::new(st.sgid, dgid, grh.hop_limit, grh.traffic_class, grh.flow_label, sport)?;
+        let cfg = QpConfig {
+            qpn,
+            dest_qpn: dest,
+            pkey: p::DEFAULT_PKEY,
+            mtu,
+            sq_psn: a.sq_psn,
+            rq_psn: a.rq_psn,
+            retry_cnt: a.retry_cnt.min(7),
+            rnr_retry: a.rnr_retry.min(7),
+            min_rnr_timer: a.min_rnr_timer & 0x1f,
+            timeout_us: timeout_us(a.timeout),
+            max_rd_atomic: a.max_rd_atomic.clamp(1, MAX_RD_ATOMIC),
+            max_inflight_pkts: 64,
         };
-        if let Some(rq) = &mut st.rq {
-            while let Some(wr_id) = rq.pop_wr_id() {
-                if cq::complete(&self.recv_cq, &flushed(wr_id), false).is_err() {
-                    pr_warn!("QP {}: receive CQ full, flush completion lost\n", self.num.get());
+        let rc = KBox::new(RcEngine::new(cfg).map_err(|_| EINVAL)?, GFP_KERNEL)?;
+        let mut scratch = KVec::with_capacity(SCRATCH, GFP_KERNEL)?;
+        scratch.resize(SCRATCH, 0, GFP_KERNEL)?;
+        Ok(Conn { rc, path, scratch })
+    }
+
+    /// User space posted send work requests: the worker takes them from the
+    /// ring. Before RTS that is an error; in the error state they are flushed.
+    pub(crate) fn doorbell(&self) -> Result {
+        {
+            let mut guard = self.core.live.lock();
+            let st = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
+            match st.attrs.0.qp_state {
+                b::ib_qp_state_IB_QPS_RTS | b::ib_qp_state_IB_QPS_SQD => {}
+                b::ib_qp_state_IB_QPS_ERR => {
+                    flush_rings(st, self.core.qpn);
+                    return Ok(());
                 }
+                _ => return Err(EINVAL),
             }
         }
-        while let Some(wr_id) = st.sq.pop_wr_id() {
-            if cq::complete(&self.send_cq, &flushed(wr_id), false).is_err() {
-                pr_warn!("QP {}: send CQ full, flush completion lost\n", self.num.get());
-            }
-        }
+        self.core.doorbell.store(true, Ordering::Release);
+        crate::net::kick();
+        Ok(())
+    }
+
+    /// Detaches the QP from the datapath and drops everything it holds, so
+    /// the worker cannot reach it once `destroy_qp` returns.
+    pub(crate) fn destroy(&self) {
+        self.dp.remove_qp(self.core.qpn);
+        let live = self.core.live.lock().take();
+        drop(live);
     }
 
     /// Reports the attributes (`query_qp`).
     pub(crate) fn query(&self, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_init_attr) {
-        *attr = self.state.lock().attrs.0;
+        if let Some(st) = self.core.live.lock().as_ref() {
+            *attr = st.attrs.0;
+        }
         attr.cap = self.cap;
         init.cap = self.cap;
-        init.qp_type = self.qp_type;
+        init.qp_type = self.core.qp_type;
         init.port_num = 1;
-        init.sq_sig_type = if self.sq_sig_all {
+        init.sq_sig_type = if self.core.sq_sig_all {
             b::ib_sig_type_IB_SIGNAL_ALL_WR
         } else {
             b::ib_sig_type_IB_SIGNAL_REQ_WR

@@ -137,6 +137,33 @@ impl Queue {
         Some(wr_id)
     }
 
+    /// Copies the oldest element of a consumer ring into `buf` (as much of it
+    /// as fits) without taking it; `false` if the ring is empty.
+    pub(crate) fn peek(&self, buf: &mut [u8]) -> bool {
+        debug_assert!(self.side == Side::Consume);
+        let (prod, cons) = self.indices();
+        if prod == cons {
+            return false;
+        }
+        let len = buf.len().min(self.elem_size());
+        // SAFETY: The slot holds `elem_size` bytes inside the buffer; user space
+        // published it with the release store `indices` acquired. User space
+        // may scribble over it meanwhile: the bytes are copied, then parsed
+        // with every value checked.
+        unsafe { core::ptr::copy_nonoverlapping(self.slot(cons), buf.as_mut_ptr(), len) };
+        true
+    }
+
+    /// Takes the oldest element of a consumer ring (after [`Queue::peek`]).
+    pub(crate) fn advance(&mut self) {
+        debug_assert!(self.side == Side::Consume);
+        let (prod, cons) = self.indices();
+        if prod != cons {
+            self.own = cons.wrapping_add(1) & self.mask;
+            self.word(CONSUMER).store(self.own, Ordering::Release);
+        }
+    }
+
     /// Where user space maps the ring (`struct mminfo`).
     pub(crate) fn mminfo(&self) -> b::mminfo {
         b::mminfo {

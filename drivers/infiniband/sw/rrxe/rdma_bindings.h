@@ -35,3 +35,22 @@ struct ib_udata *rrxe_bundle_udata(struct uverbs_attr_bundle *attrs);
 unsigned long rrxe_mmap_entry_offset(const struct rdma_user_mmap_entry *entry);
 struct ib_umem *rrxe_umem_get(struct ib_device *dev, unsigned long addr, size_t size, int access);
 void *rrxe_vmalloc_user(unsigned long size);
+
+/* Pinned user pages, mapped one at a time (rust/rdma/umem.rs). */
+unsigned long rrxe_umem_num_pages(struct ib_umem *umem);
+unsigned long rrxe_umem_pages(struct ib_umem *umem, struct page **pages, unsigned long n);
+void *rrxe_kmap_local_page(struct page *page);
+void rrxe_kunmap_local(void *addr);
+
+/* The datapath's packet I/O and its worker (drivers/.../rrxe/net.rs). */
+struct socket *rrxe_udp_open(bool ipv6);
+void rrxe_udp_close(struct socket *sock);
+int rrxe_xmit(struct net_device *ndev, const void *pkt, unsigned int len);
+void rrxe_worker_init(void (*run)(void));
+void rrxe_worker_kick(void);
+void rrxe_worker_arm(unsigned long delay);
+void rrxe_worker_stop(void);
+struct sk_buff *rrxe_rx_pop(void);
+const void *rrxe_skb_ip(struct sk_buff *skb, unsigned int *len);
+const struct net_device *rrxe_skb_netdev(struct sk_buff *skb);
+void rrxe_skb_free(struct sk_buff *skb);

@@ -19,15 +19,22 @@ pub mod proto;
 
 mod ah;
 mod cq;
+mod datapath;
 mod device;
 mod index;
+mod mem;
 mod mr;
+mod net;
 mod params;
+mod path;
 mod qp;
 mod queue;
 mod srq;
 mod uapi;
 mod verbs;
+mod wqe;
+
+use device::RrxeDev;
 
 use rdma::{
     link::{LinkHandler, LinkRegistration},
@@ -56,8 +63,9 @@ impl LinkHandler for Rrxe {
 
 /// Module state: alive between `insmod` and `rmmod`.
 struct RrxeModule {
-    link: Pin<KBox<LinkRegistration<Rrxe>>>,
+    link: Option<Pin<KBox<LinkRegistration<Rrxe>>>>,
     notifier: Option<Pin<KBox<NetdevNotifier<device::NetdevEvents>>>>,
+    sockets: Option<net::Sockets>,
 }
 
 impl kernel::Module for RrxeModule {
@@ -70,23 +78,27 @@ impl kernel::Module for RrxeModule {
             return Err(EINVAL);
         }
         device::init();
+        let sockets = net::Sockets::open(datapath::run)?;
         let notifier = KBox::pin_init(NetdevNotifier::register(device::NetdevEvents), GFP_KERNEL)?;
         let link = KBox::pin_init(LinkRegistration::<Rrxe>::register(), GFP_KERNEL)?;
         pr_info!("loaded\n");
         Ok(RrxeModule {
-            link,
+            link: Some(link),
             notifier: Some(notifier),
+            sockets: Some(sockets),
         })
     }
 }
 
 impl Drop for RrxeModule {
     fn drop(&mut self) {
-        // No new devices from here on, then no more net device events, then
-        // remove what exists.
-        let _ = &self.link;
+        // No new devices from here on, no more packets, no more net device
+        // events; then remove what exists and stop the worker.
+        self.link = None;
+        self.sockets = None;
         self.notifier = None;
         device::remove_all();
+        net::stop_worker();
         pr_info!("unloaded\n");
     }
 }

@@ -88,6 +88,22 @@ impl Srq {
         Ok(())
     }
 
+    /// Takes the oldest receive WQE into `buf`. Returns whether there was one,
+    /// and whether taking it crossed the armed limit (which disarms it; the
+    /// caller raises `IB_EVENT_SRQ_LIMIT_REACHED`).
+    pub(crate) fn take(&self, buf: &mut [u8]) -> (bool, bool) {
+        let mut st = self.state.lock();
+        if !st.ring.peek(buf) {
+            return (false, false);
+        }
+        st.ring.advance();
+        let crossed = st.limit != 0 && st.ring.count() < st.limit;
+        if crossed {
+            st.limit = 0;
+        }
+        (true, crossed)
+    }
+
     /// Reports the attributes (`query_srq`).
     pub(crate) fn query(&self, attr: &mut b::ib_srq_attr) {
         let st = self.state.lock();

@@ -14,7 +14,7 @@ use crate::{
         attr::{ib_mtu_for, DeviceAttr, PortAttr, PortImmutable},
         bindings as b,
         device::Device,
-        driver::{self, CqRef, Driver, NewMr},
+        driver::{self, CqRef, Driver, NewMr, SrqRef},
         qp::{QpAttr, QpInit, SrqInit},
         udata::Udata,
         umem::Umem,
@@ -53,8 +53,9 @@ impl Driver for RrxeDev {
 
     const DRIVER_ID: u32 = b::rdma_driver_id_RDMA_DRIVER_RXE;
     const UVERBS_ABI_VERSION: u32 = p::UVERBS_ABI_VERSION;
-    // librxe arms CQs through the legacy command; not in ib_core's default set.
-    const UVERBS_CMD_MASK: u64 = 1 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ;
+    // librxe arms CQs and rings the send doorbell through legacy commands.
+    const UVERBS_CMD_MASK: u64 = (1 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ)
+        | (1 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND);
 
     fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr<'_>, udata: &Udata) -> Result {
         if udata.inlen() != 0 || udata.outlen() != 0 {
@@ -181,11 +182,14 @@ impl Driver for RrxeDev {
         init: &mut QpInit<'_>,
         send_cq: CqRef<Self>,
         recv_cq: CqRef<Self>,
+        srq: Option<SrqRef<Self>>,
         udata: &mut Udata,
     ) -> Result<(impl PinInit<Qp, Error>, u32)> {
-        let num = Index::new(&pd.device::<Self>().data().qpns)?;
+        let dev = pd.device::<Self>().data();
+        let num = Index::new(&dev.qpns)?;
         let qpn = num.get();
-        Ok((Qp::new(num, init, send_cq, recv_cq, udata)?, qpn))
+        let qp = Qp::new(num, pd.as_raw() as usize, &dev.dp, init, send_cq, recv_cq, srq, udata)?;
+        Ok((qp, qpn))
     }
 
     fn modify_qp(qp: &driver::Qp<Self>, attr: &QpAttr<'_>, mask: u32, _udata: &mut Udata) -> Result {
@@ -197,8 +201,13 @@ impl Driver for RrxeDev {
         Ok(())
     }
 
-    fn destroy_qp(_qp: &driver::Qp<Self>) -> Result {
+    fn destroy_qp(qp: &driver::Qp<Self>) -> Result {
+        qp.data().destroy();
         Ok(())
+    }
+
+    fn post_send_doorbell(qp: &driver::Qp<Self>) -> Result {
+        qp.data().doorbell()
     }
 
     fn create_srq(
@@ -228,7 +237,7 @@ impl Driver for RrxeDev {
         pd: &driver::Pd<Self>,
         start: u64,
         length: u64,
-        _iova: u64,
+        iova: u64,
         access: u32,
         _udata: &mut Udata,
     ) -> Result<NewMr<Mr>> {
@@ -246,8 +255,8 @@ impl Driver for RrxeDev {
         let umem = Umem::get(dev, start, length, access)?;
         let index = Index::new(&dev.data().mrns)?;
         let variant = dev.data().key_variant.fetch_add(1, Ordering::Relaxed);
-        let mr = Mr::new(index, umem);
-        let key = mr.key(variant);
+        let mr = Mr::new(index, variant, pd.as_raw() as usize, iova, access, umem, &dev.data().dp)?;
+        let key = mr.key();
         Ok(NewMr {
             data: mr,
             lkey: key,

@@ -76,6 +76,8 @@ load_rxe() {
 load_rrxe() {
     local dev=${1:-rrxe0}
     [ -f /rrxe/rrxe.ko ] || fail "/rrxe/rrxe.ko is not in this initramfs (module not built?)"
+    # rrxe's UDP tunnel sockets (insmod does not resolve dependencies).
+    run modprobe -a udp_tunnel ip6_udp_tunnel
     run insmod /rrxe/rrxe.ko
     run rdma link add "$dev" type rrxe netdev "$RRXE_NETDEV"
     wait_for 20 rdma_dev_ready "$dev" || fail "$dev port 1 not ACTIVE"

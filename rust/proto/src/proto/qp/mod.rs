@@ -176,6 +176,43 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> Qp<SQ, RQ, RD> {
         self.resp.post(env, &self.cfg, self.state, wr)
     }
 
+    /// Receive work requests queued in the QP and not yet consumed.
+    pub fn recv_queued(&self) -> usize {
+        self.resp.queued()
+    }
+
+    /// How many more send work requests [`Qp::post_send`] accepts now.
+    pub fn send_room(&self) -> usize {
+        self.req.free()
+    }
+
+    /// Set the requester's parameters, which become known only at the move
+    /// to RTS (after the QP may already have been receiving in RTR): the
+    /// first PSN, retry counts, ACK timeout and initiator depth. Only
+    /// allowed while nothing has been posted to the send side.
+    pub fn start_requester(
+        &mut self,
+        sq_psn: u32,
+        retry_cnt: u8,
+        rnr_retry: u8,
+        timeout_us: u64,
+        max_rd_atomic: u8,
+    ) -> Result<(), QpError> {
+        if !self.req.is_idle() {
+            return Err(QpError::InvalidWr);
+        }
+        if RD < usize::from(max_rd_atomic).saturating_add(2) {
+            return Err(QpError::BadCapacity);
+        }
+        self.cfg.sq_psn = sq_psn;
+        self.cfg.retry_cnt = retry_cnt;
+        self.cfg.rnr_retry = rnr_retry;
+        self.cfg.timeout_us = timeout_us;
+        self.cfg.max_rd_atomic = max_rd_atomic;
+        self.req = Requester::new(&self.cfg);
+        Ok(())
+    }
+
     /// Handle a received packet addressed to this QP whose ICRC has already
     /// been verified.
     pub fn on_packet(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {

@@ -126,6 +126,11 @@ impl<const N: usize> Requester<N> {
         self.q.is_empty()
     }
 
+    /// Send WQEs that can still be posted.
+    pub(crate) fn free(&self) -> usize {
+        self.q.free()
+    }
+
     pub(crate) fn next_deadline(&self) -> Option<u64> {
         match (self.retry_deadline, self.rnr_deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),

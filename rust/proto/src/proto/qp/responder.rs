@@ -103,6 +103,11 @@ impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
         self.rq.push(wr).map_err(|_| QpError::QueueFull)
     }
 
+    /// Receive WQEs posted and not yet consumed.
+    pub(crate) fn queued(&self) -> usize {
+        self.rq.len()
+    }
+
     pub(crate) fn is_idle(&self) -> bool {
         self.resp_q.is_empty()
     }

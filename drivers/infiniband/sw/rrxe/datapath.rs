@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The datapath worker: one work item that drains received packets, serves
+//! send doorbells and fires protocol timers for every QP of every device.
+//!
+//! Everything that moves packets runs here, in process context and never
+//! twice at once; verbs called by user space meanwhile (modify, destroy, the
+//! doorbell itself) synchronise with it through each QP's lock.
+
+use crate::{
+    device,
+    mem::Regions,
+    net::{self, RxPacket},
+    path,
+    proto::{icrc, parse},
+    qp::QpCore,
+    rdma::netdev::NetDevice,
+};
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rbtree::RBTree,
+    sync::{aref::ARef, Arc, Mutex},
+};
+
+/// The packet-moving state of one device.
+#[pin_data]
+pub(crate) struct Datapath {
+    netdev: ARef<NetDevice>,
+    /// Every QP of the device by number.
+    #[pin]
+    qps: Mutex<RBTree<u32, Arc<QpCore>>>,
+    /// Every registered memory region of the device.
+    #[pin]
+    pub(crate) regions: Regions,
+    /// Packets dropped before reaching a QP (bad ICRC, unknown QP, malformed).
+    pub(crate) rx_dropped: AtomicU64,
+}
+
+impl Datapath {
+    /// The datapath of a device over `netdev`.
+    pub(crate) fn new(netdev: &NetDevice) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(Self {
+                netdev: netdev.into(),
+                qps <- new_mutex!(RBTree::new()),
+                regions <- Regions::new(),
+                rx_dropped: AtomicU64::new(0),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The net device packets leave through.
+    pub(crate) fn netdev(&self) -> &NetDevice {
+        &self.netdev
+    }
+
+    /// Makes `qp` reachable by packets and the worker.
+    pub(crate) fn add_qp(&self, qpn: u32, qp: Arc<QpCore>) -> Result {
+        self.qps.lock().try_create_and_insert(qpn, qp, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Makes QP `qpn` unreachable.
+    pub(crate) fn remove_qp(&self, qpn: u32) {
+        let _ = self.qps.lock().remove(&qpn);
+    }
+
+    fn qp(&self, qpn: u32) -> Option<Arc<QpCore>> {
+        self.qps.lock().get(&qpn).cloned()
+    }
+
+    fn qps(&self) -> Result<KVec<Arc<QpCore>>> {
+        let map = self.qps.lock();
+        let mut v = KVec::with_capacity(map.values().count(), GFP_KERNEL)?;
+        for qp in map.values() {
+            v.push(qp.clone(), GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+
+    fn drop_packet(&self) {
+        self.rx_dropped.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Monotonic time in microseconds.
+pub(crate) fn now_us() -> u64 {
+    // SAFETY: `ktime_get` has no preconditions.
+    let ns = unsafe { kernel::bindings::ktime_get() };
+    u64::try_from(ns).unwrap_or(0) / 1000
+}
+
+/// Hands one received packet to its QP.
+fn receive(pkt: &RxPacket, now: u64) {
+    let Some(dev) = device::find_by_netdev_addr(pkt.netdev()) else {
+        return;
+    };
+    let dp = &dev.data().dp;
+    let ip = pkt.ip();
+    if icrc::verify_ip_packet(&mut path::crc32, ip).is_err() {
+        return dp.drop_packet();
+    }
+    let Ok((_, _, payload)) = icrc::split_ip_packet(ip) else {
+        return dp.drop_packet();
+    };
+    let Ok(p) = parse(payload) else {
+        return dp.drop_packet();
+    };
+    match dp.qp(p.hdr.bth.dest_qpn) {
+        Some(qp) => qp.service(dp, now, Some(&p)),
+        None => dp.drop_packet(),
+    }
+}
+
+/// The worker (see the module documentation).
+pub(crate) extern "C" fn run() {
+    let now = now_us();
+    while let Some(pkt) = RxPacket::pop() {
+        receive(&pkt, now);
+    }
+    let mut next = u64::MAX;
+    for dev in device::all() {
+        let dp = &dev.data().dp;
+        let Ok(qps) = dp.qps() else {
+            // Out of memory: come back soon rather than lose the work.
+            next = next.min(now + 1000);
+            continue;
+        };
+        for qp in qps.iter() {
+            if qp.wants_service(now) {
+                qp.service(dp, now, None);
+            }
+            next = next.min(qp.deadline());
+        }
+    }
+    if next != u64::MAX {
+        let us = next.saturating_sub(now_us());
+        let ms = u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX);
+        net::arm_timer(kernel::time::msecs_to_jiffies(ms));
+    }
+}

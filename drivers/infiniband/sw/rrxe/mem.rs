@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory the datapath reaches by key: the registered regions of a device,
+//! checked for protection domain, access rights and bounds on every use.
+
+use crate::{
+    proto::{Access, AtomicOp, MemError, MemoryAccess},
+    rdma::{bindings as b, umem::Umem},
+};
+use kernel::{new_mutex, prelude::*, rbtree::RBTree, sync::Mutex};
+
+/// A registered region as the datapath sees it.
+pub(crate) struct Region {
+    /// Full key (index and variant); a stale key does not match.
+    pub(crate) key: u32,
+    /// Protection domain, for comparison only.
+    pub(crate) pd: usize,
+    /// Address of byte 0 as peers and work requests name it.
+    pub(crate) iova: u64,
+    /// `IB_ACCESS_*` flags.
+    pub(crate) access: u32,
+    /// The pinned pages.
+    pub(crate) umem: Umem,
+}
+
+/// The regions of a device by key index. Every access happens under the
+/// lock, so deregistering (which removes the region under the lock) waits
+/// for any copy in progress and no copy starts afterwards.
+#[pin_data]
+pub(crate) struct Regions {
+    #[pin]
+    map: Mutex<RBTree<u32, Region>>,
+}
+
+fn index(key: u32) -> u32 {
+    key >> 8
+}
+
+impl Regions {
+    /// An empty table.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self { map <- new_mutex!(RBTree::new()) })
+    }
+
+    /// Adds a region.
+    pub(crate) fn insert(&self, r: Region) -> Result {
+        self.map.lock().try_create_and_insert(index(r.key), r, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Removes the region with `key` and returns it (its pages are unpinned
+    /// when it is dropped).
+    pub(crate) fn remove(&self, key: u32) -> Option<Region> {
+        self.map.lock().remove(&index(key))
+    }
+
+    /// Memory as one QP (of protection domain `pd`) may use it.
+    pub(crate) fn for_pd(&self, pd: usize) -> PdMemory<'_> {
+        PdMemory { regions: self, pd }
+    }
+}
+
+/// The view of one protection domain: keys of other PDs do not resolve.
+pub(crate) struct PdMemory<'a> {
+    regions: &'a Regions,
+    pd: usize,
+}
+
+fn allowed(r: &Region, access: Access) -> bool {
+    let need = match access {
+        Access::LocalRead => return true,
+        Access::LocalWrite => b::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
+        Access::RemoteRead => b::ib_access_flags_IB_ACCESS_REMOTE_READ,
+        Access::RemoteWrite => b::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
+        Access::RemoteAtomic => b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
+    };
+    r.access & need != 0
+}
+
+impl PdMemory<'_> {
+    /// Runs `f` on the region named by `key` and the offset of `[va, va + len)`
+    /// in it, after every check.
+    fn with<R>(
+        &self,
+        key: u32,
+        va: u64,
+        len: u64,
+        access: Access,
+        f: impl FnOnce(&Region, usize) -> Result<R, MemError>,
+    ) -> Result<R, MemError> {
+        let map = self.regions.map.lock();
+        let r = map.get(&index(key)).filter(|r| r.key == key && r.pd == self.pd).ok_or(MemError::BadKey)?;
+        if !allowed(r, access) {
+            return Err(MemError::AccessDenied);
+        }
+        let off = va.checked_sub(r.iova).ok_or(MemError::OutOfRange)?;
+        let end = off.checked_add(len).ok_or(MemError::OutOfRange)?;
+        if end > r.umem.len() as u64 {
+            return Err(MemError::OutOfRange);
+        }
+        f(r, off as usize)
+    }
+}
+
+impl MemoryAccess for PdMemory<'_> {
+    fn check(&mut self, key: u32, va: u64, len: u32, access: Access) -> Result<(), MemError> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.with(key, va, len.into(), access, |_, _| Ok(()))
+    }
+
+    fn read(&mut self, key: u32, va: u64, buf: &mut [u8], access: Access) -> Result<(), MemError> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        self.with(key, va, buf.len() as u64, access, |r, off| {
+            r.umem.read(off, buf).map_err(|_| MemError::OutOfRange)
+        })
+    }
+
+    fn write(&mut self, key: u32, va: u64, data: &[u8], access: Access) -> Result<(), MemError> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.with(key, va, data.len() as u64, access, |r, off| {
+            r.umem.write(off, data).map_err(|_| MemError::OutOfRange)
+        })
+    }
+
+    fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError> {
+        if va % 8 != 0 {
+            return Err(MemError::Misaligned);
+        }
+        self.with(rkey, va, 8, Access::RemoteAtomic, |r, off| {
+            r.umem.atomic_u64(off, |old| op.apply(old)).map_err(|_| MemError::Misaligned)
+        })
+    }
+}

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rxe's work queue entries and completions, translated to and from the
+//! protocol core's types. Entries are copied out of the shared rings first
+//! and parsed from the copy, so user space cannot change them under us.
+
+use crate::{
+    proto::{RecvWr, SendWr, Sge, WorkCompletion, WrOp},
+    rdma::bindings as b,
+};
+use core::mem::offset_of;
+
+/// Bytes of a send WQE the datapath reads: the header and one SGE.
+pub(crate) const SEND_WQE_READ: usize = SEND_DMA + DMA_SGE + SGE_LEN;
+/// Bytes of a receive WQE the datapath reads: the header and one SGE.
+pub(crate) const RECV_WQE_READ: usize = RECV_DMA + DMA_SGE + SGE_LEN;
+
+const SGE_LEN: usize = core::mem::size_of::<b::rxe_sge>();
+const WR: usize = offset_of!(b::rxe_send_wqe, wr);
+const WR_ID: usize = WR + offset_of!(b::rxe_send_wr, wr_id);
+const OPCODE: usize = WR + offset_of!(b::rxe_send_wr, opcode);
+const FLAGS: usize = WR + offset_of!(b::rxe_send_wr, send_flags);
+const EX: usize = WR + offset_of!(b::rxe_send_wr, ex);
+const UNION: usize = WR + offset_of!(b::rxe_send_wr, wr);
+const RDMA_ADDR: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_2, remote_addr);
+const RDMA_RKEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_2, rkey);
+const ATOMIC_ADDR: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, remote_addr);
+const ATOMIC_ARG: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, compare_add);
+const ATOMIC_SWAP: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, swap);
+const ATOMIC_RKEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, rkey);
+const SEND_DMA: usize = offset_of!(b::rxe_send_wqe, dma);
+const RECV_DMA: usize = offset_of!(b::rxe_recv_wqe, dma);
+const DMA_LEN: usize = offset_of!(b::rxe_dma_info, length);
+const DMA_NUM_SGE: usize = offset_of!(b::rxe_dma_info, num_sge);
+const DMA_SGE: usize = offset_of!(b::rxe_dma_info, __bindgen_anon_1);
+const SGE_ADDR: usize = offset_of!(b::rxe_sge, addr);
+const SGE_LENGTH: usize = offset_of!(b::rxe_sge, length);
+const SGE_LKEY: usize = offset_of!(b::rxe_sge, lkey);
+
+fn u32_at(buf: &[u8], off: usize) -> u32 {
+    buf.get(off..off + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_ne_bytes)
+}
+
+fn u64_at(buf: &[u8], off: usize) -> u64 {
+    buf.get(off..off + 8).and_then(|s| s.try_into().ok()).map_or(0, u64::from_ne_bytes)
+}
+
+/// Immediate data as it travels (`__be32` in the WQE and the completion).
+fn be32_at(buf: &[u8], off: usize) -> u32 {
+    buf.get(off..off + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_be_bytes)
+}
+
+/// The scatter list of an entry whose `rxe_dma_info` starts at `dma`: none,
+/// or exactly one element (`None` for more, which rrxe does not carry yet).
+fn one_sge(buf: &[u8], dma: usize) -> Option<Sge> {
+    match u32_at(buf, dma + DMA_NUM_SGE) {
+        0 => Some(Sge::default()),
+        1 => {
+            let s = dma + DMA_SGE;
+            Some(Sge {
+                addr: u64_at(buf, s + SGE_ADDR),
+                length: u32_at(buf, s + SGE_LENGTH),
+                lkey: u32_at(buf, s + SGE_LKEY),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// A send WQE rrxe cannot execute, with the `wr_id` to complete it with.
+pub(crate) struct Unsupported {
+    /// The caller's identifier.
+    pub(crate) wr_id: u64,
+}
+
+/// Parses a send WQE of an RC QP (`sig_all`: every WR is signaled).
+pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<SendWr, Unsupported> {
+    let wr_id = u64_at(buf, WR_ID);
+    let flags = u32_at(buf, FLAGS);
+    let bad = Unsupported { wr_id };
+    if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
+        return Err(bad);
+    }
+    let sge = one_sge(buf, SEND_DMA).ok_or(Unsupported { wr_id })?;
+    // librxe keeps the total length in dma.length; with one SGE they agree.
+    if sge.length != u32_at(buf, SEND_DMA + DMA_LEN) {
+        return Err(bad);
+    }
+    let (op, remote_addr, rkey) = match u32_at(buf, OPCODE) {
+        b::ib_wr_opcode_IB_WR_SEND => (WrOp::Send, 0, 0),
+        b::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (WrOp::SendWithImm(be32_at(buf, EX)), 0, 0),
+        b::ib_wr_opcode_IB_WR_SEND_WITH_INV => (WrOp::SendWithInv(u32_at(buf, EX)), 0, 0),
+        b::ib_wr_opcode_IB_WR_RDMA_WRITE => (WrOp::Write, u64_at(buf, RDMA_ADDR), u32_at(buf, RDMA_RKEY)),
+        b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (
+            WrOp::WriteWithImm(be32_at(buf, EX)),
+            u64_at(buf, RDMA_ADDR),
+            u32_at(buf, RDMA_RKEY),
+        ),
+        b::ib_wr_opcode_IB_WR_RDMA_READ => (WrOp::Read, u64_at(buf, RDMA_ADDR), u32_at(buf, RDMA_RKEY)),
+        b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => (
+            WrOp::CmpSwap {
+                compare: u64_at(buf, ATOMIC_ARG),
+                swap: u64_at(buf, ATOMIC_SWAP),
+            },
+            u64_at(buf, ATOMIC_ADDR),
+            u32_at(buf, ATOMIC_RKEY),
+        ),
+        b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => (
+            WrOp::FetchAdd {
+                add: u64_at(buf, ATOMIC_ARG),
+            },
+            u64_at(buf, ATOMIC_ADDR),
+            u32_at(buf, ATOMIC_RKEY),
+        ),
+        _ => return Err(bad),
+    };
+    Ok(SendWr {
+        wr_id,
+        op,
+        sge,
+        remote_addr,
+        rkey,
+        signaled: sig_all || flags & b::ib_send_flags_IB_SEND_SIGNALED as u32 != 0,
+        fence: flags & b::ib_send_flags_IB_SEND_FENCE as u32 != 0,
+        solicited: flags & b::ib_send_flags_IB_SEND_SOLICITED as u32 != 0,
+    })
+}
+
+/// Parses a receive WQE; `Err(wr_id)` if it has more than one SGE.
+pub(crate) fn recv_wr(buf: &[u8]) -> Result<RecvWr, u64> {
+    let wr_id = u64_at(buf, 0);
+    let sge = one_sge(buf, RECV_DMA).ok_or(wr_id)?;
+    Ok(RecvWr { wr_id, sge })
+}
+
+/// The completion entry user space polls, for a completion of QP `qpn`
+/// connected to `src_qp`.
+pub(crate) fn completion(wc: &WorkCompletion, qpn: u32, src_qp: u32) -> b::ib_uverbs_wc {
+    let mut out = b::ib_uverbs_wc {
+        wr_id: wc.wr_id,
+        status: wc.status as u32,
+        opcode: wc.opcode as u32,
+        byte_len: wc.byte_len,
+        qp_num: qpn,
+        src_qp,
+        port_num: 1,
+        ..Default::default()
+    };
+    if let Some(imm) = wc.imm {
+        out.ex.imm_data = u32::from_ne_bytes(imm.to_be_bytes());
+        out.wc_flags |= b::ib_wc_flags_IB_WC_WITH_IMM;
+    } else if let Some(rkey) = wc.invalidated_rkey {
+        out.ex.invalidate_rkey = rkey;
+        out.wc_flags |= b::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+    }
+    out
+}
