@@ -10,8 +10,15 @@ use crate::{
 };
 use core::mem::offset_of;
 
-/// Bytes of a send WQE the datapath reads: the header and one SGE.
-pub(crate) const SEND_WQE_READ: usize = SEND_DMA + DMA_SGE + SGE_LEN;
+/// Bytes of a send WQE the datapath reads: the header and one SGE or the
+/// largest inline data.
+pub(crate) const SEND_WQE_READ: usize = SEND_DMA + DMA_SGE + MAX_INLINE;
+/// Most inline data a send WQE carries.
+pub(crate) const MAX_INLINE: usize = crate::params::MAX_INLINE_DATA as usize;
+/// The local key naming a QP's inline data store: index 0, never a region's.
+pub(crate) const INLINE_KEY: u32 = 0;
+/// A local key no region has (index 0), for user SGEs that named `INLINE_KEY`.
+const NO_KEY: u32 = 0xff;
 /// Bytes of a receive WQE the datapath reads: the header and one SGE.
 pub(crate) const RECV_WQE_READ: usize = RECV_DMA + DMA_SGE + SGE_LEN;
 
@@ -68,24 +75,39 @@ fn one_sge(buf: &[u8], dma: usize) -> Option<Sge> {
 }
 
 /// A send WQE rrxe cannot execute, with the `wr_id` to complete it with.
+#[derive(Clone, Copy)]
 pub(crate) struct Unsupported {
     /// The caller's identifier.
     pub(crate) wr_id: u64,
 }
 
-/// Parses a send WQE of an RC QP (`sig_all`: every WR is signaled).
-pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<SendWr, Unsupported> {
+/// Parses a send WQE of an RC QP (`sig_all`: every WR is signaled). Inline
+/// data comes back as its bytes, with the SGE naming `INLINE_KEY` at 0.
+pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<(SendWr, Option<&[u8]>), Unsupported> {
     let wr_id = u64_at(buf, WR_ID);
     let flags = u32_at(buf, FLAGS);
     let bad = Unsupported { wr_id };
-    if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
-        return Err(bad);
-    }
-    let sge = one_sge(buf, SEND_DMA).ok_or(Unsupported { wr_id })?;
-    // librxe keeps the total length in dma.length; with one SGE they agree.
-    if sge.length != u32_at(buf, SEND_DMA + DMA_LEN) {
-        return Err(bad);
-    }
+    let len = u32_at(buf, SEND_DMA + DMA_LEN);
+    let (sge, inline) = if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
+        let start = SEND_DMA + DMA_SGE;
+        let data = buf.get(start..start + len as usize).filter(|_| len as usize <= MAX_INLINE).ok_or(bad)?;
+        let sge = Sge {
+            addr: 0,
+            length: len,
+            lkey: INLINE_KEY,
+        };
+        (sge, Some(data))
+    } else {
+        let mut sge = one_sge(buf, SEND_DMA).ok_or(Unsupported { wr_id })?;
+        // librxe keeps the total length in dma.length; with one SGE they agree.
+        if sge.length != len {
+            return Err(bad);
+        }
+        if sge.lkey == INLINE_KEY {
+            sge.lkey = NO_KEY;
+        }
+        (sge, None)
+    };
     let (op, remote_addr, rkey) = match u32_at(buf, OPCODE) {
         b::ib_wr_opcode_IB_WR_SEND => (WrOp::Send, 0, 0),
         b::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (WrOp::SendWithImm(be32_at(buf, EX)), 0, 0),
@@ -114,7 +136,7 @@ pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<SendWr, Unsupported> 
         ),
         _ => return Err(bad),
     };
-    Ok(SendWr {
+    let wr = SendWr {
         wr_id,
         op,
         sge,
@@ -123,7 +145,8 @@ pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<SendWr, Unsupported> 
         signaled: sig_all || flags & b::ib_send_flags_IB_SEND_SIGNALED as u32 != 0,
         fence: flags & b::ib_send_flags_IB_SEND_FENCE as u32 != 0,
         solicited: flags & b::ib_send_flags_IB_SEND_SOLICITED as u32 != 0,
-    })
+    };
+    Ok((wr, inline))
 }
 
 /// Parses a receive WQE; `Err(wr_id)` if it has more than one SGE.
