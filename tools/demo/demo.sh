@@ -1,10 +1,11 @@
 #!/bin/sh
 # `make run`'s guest script: load rrxe, create rrxe0 over eth0, show what stock
-# rdma-core sees, drive every control verb through librxe, then an rping.
-# rrxe has no datapath yet (the protocol core is built into the module but not
-# wired to packets), so the rping runs over upstream rdma_rxe as the baseline,
-# after rrxe is unloaded (the two must not be loaded at once: they share the
-# driver id).
+# rdma-core sees, drive every control verb through librxe, move data over RC
+# (ibv_rc_pingpong with buffer checks, RDMA WRITE/READ/atomics), then an rping.
+# rping needs rdma_cm, whose connection manager runs MADs over kernel verbs
+# that rrxe does not provide yet, so the rping runs over upstream rdma_rxe as
+# the baseline, after rrxe is unloaded (the two must not be loaded at once:
+# they share the driver id).
 . "$RRXE_LIB"
 
 banner() { echo; echo "===== $* ====="; }
@@ -19,11 +20,15 @@ ibv_devinfo -d rrxe0
 banner "control verbs through Debian's librxe (rrxe_verbs)"
 gid=$(gid_index rrxe0 ipv4) || fail "no RoCE v2 IPv4 GID"
 rrxe_verbs -d rrxe0 -g "$gid" || fail "control verbs failed"
+banner "RC SEND/RECV over rrxe: ibv_rc_pingpong -c (data checked)"
+server_client rc timeout 60 ibv_rc_pingpong -d rrxe0 -g "$gid" -n 100 -s 4096 -c
+banner "RC WRITE, READ, atomics, SRQ limit, RNR over rrxe (rrxe_verbs datapath)"
+rrxe_verbs -d rrxe0 -g "$gid" datapath || fail "datapath cases failed"
 banner "rdma link delete rrxe0; rmmod rrxe"
 run rdma link delete rrxe0
 run rmmod rrxe
 
-banner "rping over upstream rdma_rxe (baseline; rrxe's datapath is next)"
+banner "rping over upstream rdma_rxe (baseline; rping over rrxe needs kernel verbs, next)"
 load_rxe rxe0
 bg_start rping-server rping -s -a "$RRXE_IP4" -C 3 -V -v
 srv=$BG_PID
