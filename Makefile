@@ -3,6 +3,7 @@
 # rrxe top-level Makefile. Two commands do everything on a fresh Debian 12 host:
 #   make run     build what is missing, boot a guest with rrxe loaded, show it working
 #   make check   all tests: host crates, module build with clippy, guest tests
+#   make bench   rrxe vs upstream rxe perftest comparison in one guest (not a test)
 # The kernel build itself (`make -C $KDIR M=$PWD`) descends through ./Kbuild.
 
 SHELL := /bin/bash
@@ -13,13 +14,15 @@ export RRXE_OUT ?= $(REPO)/out
 KERNEL_VARIANT ?= normal
 export KERNEL_VARIANT
 
-.PHONY: all help setup kernel module initramfs run check shell host-test clean
+.PHONY: all help setup kernel module initramfs run check bench shell host-test clean
 
 all: module
 
 help:
 	@echo "make run            boot a guest with rrxe and show ibv_devices / rping"
 	@echo "make check          run every test (ends with 'N passed, N failed')"
+	@echo "make bench          perftest rrxe vs rxe in one guest: medians and ratios"
+	@echo "                    (BENCH_ARGS='--rounds 2 --tests ib_send_lat', see --help)"
 	@echo "make shell          interactive guest console with rrxe loaded"
 	@echo "make setup|kernel|module|initramfs   individual steps"
 	@echo "KERNEL_VARIANT=debug  use the KASAN/lockdep/kmemleak kernel"
@@ -49,6 +52,10 @@ shell: setup
 
 check:
 	tools/check.sh
+
+# A benchmark, not a test: not part of `make check` (Documentation/benchmarks.rst).
+bench: setup
+	tools/bench/run.sh $(BENCH_ARGS)
 
 clean:
 	rm -rf $(RRXE_OUT) target drivers/infiniband/sw/rrxe/generated

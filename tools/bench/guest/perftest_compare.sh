@@ -1,0 +1,185 @@
+#!/bin/sh
+# Benchmark (not a test): a fixed perftest set over upstream rdma_rxe (rxe0) and over
+# rrxe (rrxe0) in this one boot, server and client on this guest over the device's
+# RoCE v2 IPv4 GID, TCP rendezvous on 192.0.2.1. R rounds alternate the order of the
+# drivers (rxe,rrxe | rrxe,rxe | ...) to cancel drift; only one driver is loaded at
+# a time (they share the driver id), each slot loads it, runs every perftest and
+# unloads it. A perftest that fails is recorded as FAILED and the run goes on; after
+# two failures of one perftest on one driver its later rounds are skipped (and count
+# as FAILED), so a broken datapath cannot stretch the run by a timeout per round.
+#
+# Kernel command line (tools/bench/run.sh sets them):
+#   rrxe.bench.rounds=R        rounds (default 6)
+#   rrxe.bench.tests=A,B,...   subset of the perftests below, by name
+#   rrxe.bench.lat_iters=N     iterations of the latency tests (default 2000)
+#   rrxe.bench.bw_iters=N      iterations of the bandwidth tests (default 1000)
+#   rrxe.bench.warmup=0|1      first one uncounted slot per driver (round 0; default 1):
+#                              first loads, first runs of each binary
+# Output: one "BENCH-RUN ROUND DRIVER TEST VALUE|FAILED REASON" line per run as it
+# finishes (BENCH-WARMUP for round 0, not counted), preceded by
+# "BENCH-SPAN ROUND DRIVER TEST START END" (guest uptime, seconds), then all results
+# again as "BENCH-FINAL ..."; tools/bench/run.sh makes the table (tools/bench/table.awk).
+# Exits 0 when every slot ran, whatever the perftests did.
+# topology: single
+# timeout: 900
+. "$RRXE_LIB"
+
+ROUNDS=6
+TESTS="ib_send_lat ib_write_lat ib_write_bw ib_read_bw ib_send_bw"
+LAT_ITERS=2000
+BW_ITERS=1000
+WARMUP=1
+for arg in $(cat /proc/cmdline); do
+    case "$arg" in
+        rrxe.bench.rounds=*) ROUNDS=${arg#*=} ;;
+        rrxe.bench.tests=*) TESTS=$(echo "${arg#*=}" | tr ',' ' ') ;;
+        rrxe.bench.lat_iters=*) LAT_ITERS=${arg#*=} ;;
+        rrxe.bench.bw_iters=*) BW_ITERS=${arg#*=} ;;
+        rrxe.bench.warmup=*) WARMUP=${arg#*=} ;;
+    esac
+done
+# Per-run bounds (seconds): a client that never completes fails in bounded time.
+# The slowest run seen (ib_send_bw on rrxe, 64 MiB at 0.06 Gb/s) takes about 9 s.
+CLIENT_TMO=60
+SERVER_TMO=80
+MAX_FAILS=2
+RESULTS=/tmp/bench.results
+: > "$RESULTS"
+PORT=18600
+STUCK=
+
+record() {  # ROUND DRIVER TEST VALUE|FAILED [REASON...]
+    if [ "$1" = 0 ]; then echo "BENCH-WARMUP $*"; else echo "BENCH-RUN $*" | tee -a "$RESULTS"; fi
+}
+
+# args TEST: perftest arguments of TEST (message size, iterations, units).
+args() {
+    case "$1" in
+        ib_send_lat|ib_write_lat) echo "-s 2 -n $LAT_ITERS" ;;
+        ib_write_bw|ib_read_bw|ib_send_bw) echo "-s 65536 -n $BW_ITERS --report_gbits" ;;
+        *) return 1 ;;
+    esac
+}
+
+# value TEST FILE: the result of a perftest report: t_typical (usec) for latency, the
+# BW average in Gb/s for bandwidth. perftest prints the BW average with two decimals
+# only (0.10 at these speeds), so it is computed from the MsgRate column (Mpps, six
+# decimals) as MsgRate * bytes * 8 / 1000, which is how perftest derives both.
+value() {
+    awk -v lat="$(case "$1" in *_lat) echo 1 ;; esac)" '
+        /#bytes/ { hdr = 1; next }
+        hdr && NF >= 5 && $1 ~ /^[0-9]+$/ {
+            v = lat ? $5 : $5 * $1 * 8 / 1000
+            if ((lat ? $5 : $5) !~ /^[0-9.]+$/ || v <= 0) { print "bad result row: " $0; exit 1 }
+            printf(lat ? "%.2f\n" : "%.6f\n", v); found = 1; exit 0
+        }
+        END { if (!found) exit 1 }' "$2"
+}
+
+# show OUTFILE LABEL: the last lines of a perftest's output, prefixed.
+show() { tail -n 25 "$1" | sed "s/^/  $2| /"; }
+
+# run_one ROUND DRIVER DEV GID TEST: one perftest, server and client, recorded.
+run_one() {
+    local round=$1 drv=$2 dev=$3 gid=$4 t=$5 a srv crc=0 src=0 out reason= v n t0 t1
+    a=$(args "$t") || { record "$round" "$drv" "$t" FAILED "unknown perftest $t"; return; }
+    if [ "$(grep -c "^BENCH-RUN [0-9]* $drv $t FAILED" "$RESULTS")" -ge $MAX_FAILS ]; then
+        record "$round" "$drv" "$t" FAILED "skipped: failed $MAX_FAILS times already"
+        return
+    fi
+    PORT=$((PORT + 1))
+    out=/tmp/$t-$drv-r$round
+    log "round $round $drv: $t -d $dev -x $gid -F -p $PORT $a"
+    read -r t0 _ < /proc/uptime
+    # shellcheck disable=SC2086  # $a is a word list
+    timeout $SERVER_TMO "$t" -d "$dev" -x "$gid" -F -p $PORT $a > "$out-server.out" 2>&1 &
+    srv=$!
+    if wait_for 30 port_listening $PORT; then
+        # shellcheck disable=SC2086
+        timeout $CLIENT_TMO "$t" -d "$dev" -x "$gid" -F -p $PORT $a "$RRXE_IP4" > "$out-client.out" 2>&1
+        crc=$?
+    else
+        reason="server did not listen on TCP port $PORT within 30 s"
+    fi
+    # The server ends with the client; give it 20 s, then stop it.
+    n=0
+    while kill -0 "$srv" 2>/dev/null && [ $n -lt 100 ]; do sleep 0.2; n=$((n + 1)); done
+    if kill -0 "$srv" 2>/dev/null; then
+        kill "$srv" 2>/dev/null; sleep 0.5; kill -9 "$srv" 2>/dev/null
+        [ -n "$reason" ] || reason="server still running 20 s after the client ended (killed)"
+    fi
+    wait "$srv"; src=$?
+    read -r t1 _ < /proc/uptime
+    echo "BENCH-SPAN $round $drv $t $t0 $t1"
+    if [ -z "$reason" ] && [ $crc != 0 ]; then
+        reason="client rc=$crc"
+        case $crc in 124|143) reason="$reason (killed by timeout after ${CLIENT_TMO}s)" ;; esac
+    fi
+    if [ -z "$reason" ] && [ $src != 0 ]; then
+        reason="server rc=$src"
+    fi
+    if [ -z "$reason" ] && grep -q "Can't produce a report" "$out-client.out"; then
+        reason="Can't produce a report"
+    fi
+    if [ -z "$reason" ]; then
+        if v=$(value "$t" "$out-client.out"); then
+            record "$round" "$drv" "$t" "$v"
+            return
+        fi
+        reason="no usable result row${v:+: $v}"
+    fi
+    record "$round" "$drv" "$t" FAILED "$reason"
+    show "$out-client.out" "$t-client"
+    show "$out-server.out" "$t-server"
+    show_counters "$dev"
+}
+
+# slot ROUND DRIVER: load DRIVER, run every perftest, unload it.
+slot() {
+    local round=$1 drv=$2 dev mod gid t0 t
+    case "$drv" in
+        rxe) dev=rxe0 mod=rdma_rxe ;;
+        rrxe) dev=rrxe0 mod=rrxe ;;
+    esac
+    t0=$(date +%s)
+    echo "BENCH-SLOT round $round $drv: start"
+    if [ -n "$STUCK" ]; then
+        for t in $TESTS; do record "$round" "$drv" "$t" FAILED "not run: $STUCK could not be unloaded"; done
+        return
+    fi
+    # load_rxe/load_rrxe end the script on failure: run them in a subshell.
+    if ! ( if [ "$drv" = rxe ]; then load_rxe "$dev"; else load_rrxe "$dev"; fi ) ||
+        ! gid=$(gid_index "$dev" ipv4); then
+        for t in $TESTS; do record "$round" "$drv" "$t" FAILED "loading $drv or finding its RoCE v2 IPv4 GID failed"; done
+    else
+        for t in $TESTS; do run_one "$round" "$drv" "$dev" "$gid" "$t"; done
+    fi
+    if [ -e "/sys/class/infiniband/$dev" ]; then
+        timeout 30 rdma link delete "$dev" || log "rdma link delete $dev failed (rc=$?)"
+    fi
+    if grep -q "^$mod " /proc/modules; then
+        timeout 30 rmmod "$mod" || log "rmmod $mod failed (rc=$?)"
+    fi
+    if grep -q "^$mod " /proc/modules; then
+        log "$mod is still loaded: the other driver must not be loaded next to it"
+        STUCK=$mod
+    fi
+    echo "BENCH-SLOT round $round $drv: done in $(( $(date +%s) - t0 ))s"
+}
+
+start=$(date +%s)
+echo "BENCH-CONFIG rounds=$ROUNDS tests=$(echo $TESTS | tr ' ' ',') lat_iters=$LAT_ITERS bw_iters=$BW_ITERS warmup=$WARMUP"
+echo "BENCH-CLOCK $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+if [ "$WARMUP" = 1 ]; then
+    for drv in rxe rrxe; do slot 0 $drv; done
+fi
+r=1
+while [ $r -le "$ROUNDS" ]; do
+    if [ $((r % 2)) = 1 ]; then order="rxe rrxe"; else order="rrxe rxe"; fi
+    for drv in $order; do slot $r $drv; done
+    r=$((r + 1))
+done
+echo "BENCH-ELAPSED $(( $(date +%s) - start ))s"
+echo "BENCH-CLOCK $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+sed 's/^BENCH-RUN /BENCH-FINAL /' "$RESULTS"
+exit 0
