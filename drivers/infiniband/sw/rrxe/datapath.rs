@@ -8,6 +8,7 @@
 //! doorbell itself) synchronise with it through each QP's lock.
 
 use crate::{
+    ah::AhInfo,
     device,
     mem::Regions,
     net::{self, RxPacket},
@@ -34,6 +35,9 @@ pub(crate) struct Datapath {
     /// Every registered memory region of the device.
     #[pin]
     pub(crate) regions: Regions,
+    /// The addresses of user AHs by number (librxe names them so in WQEs).
+    #[pin]
+    ahs: Mutex<RBTree<u32, AhInfo>>,
     /// Packets dropped before reaching a QP (bad ICRC, unknown QP, malformed).
     pub(crate) rx_dropped: AtomicU64,
 }
@@ -46,6 +50,7 @@ impl Datapath {
                 netdev: netdev.into(),
                 qps <- new_mutex!(RBTree::new()),
                 regions <- Regions::new(),
+                ahs <- new_mutex!(RBTree::new()),
                 rx_dropped: AtomicU64::new(0),
             }),
             GFP_KERNEL,
@@ -66,6 +71,27 @@ impl Datapath {
     /// Makes QP `qpn` unreachable.
     pub(crate) fn remove_qp(&self, qpn: u32) {
         let _ = self.qps.lock().remove(&qpn);
+    }
+
+    /// Enters user AH `num`.
+    pub(crate) fn add_ah(&self, num: u32, info: AhInfo) -> Result {
+        self.ahs.lock().try_create_and_insert(num, info, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Removes user AH `num`.
+    pub(crate) fn remove_ah(&self, num: u32) {
+        let _ = self.ahs.lock().remove(&num);
+    }
+
+    /// The address of user AH `num`.
+    pub(crate) fn ah(&self, num: u32) -> Option<AhInfo> {
+        self.ahs.lock().get(&num).copied()
+    }
+
+    /// Whether a QP numbered `qpn` exists.
+    pub(crate) fn has_qp(&self, qpn: u32) -> bool {
+        self.qps.lock().get(&qpn).is_some()
     }
 
     fn qp(&self, qpn: u32) -> Option<Arc<QpCore>> {
@@ -103,14 +129,17 @@ fn receive(pkt: &RxPacket, now: u64) {
     if icrc::verify_ip_packet(&mut path::crc32, ip).is_err() {
         return dp.drop_packet();
     }
-    let Ok((_, _, payload)) = icrc::split_ip_packet(ip) else {
+    let Ok((hdr, _, payload)) = icrc::split_ip_packet(ip) else {
         return dp.drop_packet();
     };
     let Ok(p) = parse(payload) else {
         return dp.drop_packet();
     };
+    let ip_hdr = match hdr {
+        icrc::IpHeader::V4(h) | icrc::IpHeader::V6(h) => h,
+    };
     match dp.qp(p.hdr.bth.dest_qpn) {
-        Some(qp) => qp.service(dp, now, Some(&p)),
+        Some(qp) => qp.service(dp, now, Some((&p, ip_hdr))),
         None => dp.drop_packet(),
     }
 }

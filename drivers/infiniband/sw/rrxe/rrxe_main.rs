@@ -31,6 +31,7 @@ mod qp;
 mod queue;
 mod srq;
 mod uapi;
+mod ud;
 mod verbs;
 mod wqe;
 

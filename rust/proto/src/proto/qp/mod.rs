@@ -277,6 +277,15 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> Qp<SQ, RQ, RD> {
         self.req.is_idle() && self.resp.is_idle()
     }
 
+    /// Move to the error state for a local reason (the consumer asked, or a
+    /// completion could not be delivered): like [`Qp::enter_error`], and
+    /// nothing queued is sent any more, not even ACKs of requests already
+    /// executed, so the requester does not take them as delivered.
+    pub fn abort(&mut self, env: &mut Env<'_>) {
+        self.resp.discard_responses();
+        self.enter_error(env);
+    }
+
     /// Move to the error state, flushing both work queues.
     pub fn enter_error(&mut self, env: &mut Env<'_>) {
         self.state = QpState::Error;

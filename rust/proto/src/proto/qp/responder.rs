@@ -123,6 +123,11 @@ impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
         self.cur = InMsg::None;
     }
 
+    /// Drops every queued ACK, NAK and response.
+    pub(crate) fn discard_responses(&mut self) {
+        while self.resp_q.pop().is_some() {}
+    }
+
     fn queue_ack(&mut self, psn: Psn, syndrome: Syndrome) {
         let ack = Response::Ack {
             psn,
