@@ -14,9 +14,10 @@
  *   -l            list the cases and exit
  *   CASE          case names; default: every case that is in no group.
  *   GROUP         the opt-in cases of a group: "slow" (objects) or
- *                 "datapath" (rc_loop, srq_limit, rnr: they need packets;
- *                 the datapath cases use the -g GID as both ends, so the
- *                 device sends to its own address); "all" runs every case.
+ *                 "datapath" (rc_loop, srq_limit, rnr, cq_overflow: they
+ *                 need packets; the datapath cases use the -g GID as both
+ *                 ends, so the device sends to its own address); "all" runs
+ *                 every case.
  *
  * Output is TAP-like: "ok NAME" or "not ok NAME: reason" per case, then
  * "N passed, N failed". The exit status is 1 if any case failed, 2 on a usage
@@ -1407,7 +1408,7 @@ static long ms_since(const struct timespec *t0)
 
 /* RESET->INIT->RTR->RTS of an RC QP towards peer_qpn on the port's own GID. */
 static int rc_connect(struct env *e, struct ibv_qp *qp, uint32_t peer_qpn, uint32_t sq_psn,
-		      uint32_t rq_psn, int rnr_retry)
+		      uint32_t rq_psn, int rnr_retry, int retry_cnt)
 {
 	struct ibv_qp_attr a;
 	int mask;
@@ -1424,10 +1425,11 @@ static int rc_connect(struct env *e, struct ibv_qp *qp, uint32_t peer_qpn, uint3
 	a.dest_qp_num = peer_qpn;
 	a.rq_psn = rq_psn;
 	OK(ibv_modify_qp(qp, &a, mask));
-	/* timeout 14, retry_cnt 7, max_rd_atomic 4 */
+	/* timeout 14, max_rd_atomic 4 */
 	mask = rts_attr(IBV_QPT_RC, &a);
 	a.sq_psn = sq_psn;
 	a.rnr_retry = rnr_retry;
+	a.retry_cnt = retry_cnt;
 	OK(ibv_modify_qp(qp, &a, mask));
 	QSTATE(qp, IBV_QPS_RTS);
 	return 0;
@@ -1435,16 +1437,17 @@ static int rc_connect(struct env *e, struct ibv_qp *qp, uint32_t peer_qpn, uint3
 
 /*
  * Two RC QPs on `pd` connected to each other, each with its own CQ, buffer and
- * MR; B takes its receives from `srq` if not NULL. rnr_retry applies to both.
+ * MR; B takes its receives from `srq` if not NULL. rnr_retry and retry_cnt
+ * apply to both; B's CQ is created with cqe_b entries, A's with 4 * DP_BURST.
  */
-static int rc_pair(struct env *e, struct ibv_pd *pd, struct ibv_srq *srq, int rnr_retry,
-		   struct rc_pair *p)
+static int rc_pair_ex(struct env *e, struct ibv_pd *pd, struct ibv_srq *srq, int rnr_retry,
+		      int retry_cnt, int cqe_b, struct rc_pair *p)
 {
 	struct ibv_qp_init_attr ia;
 
 	memset(p, 0, sizeof(*p));
 	NEW(p->cq_a, ibv_create_cq(e->ctx, 4 * DP_BURST, NULL, NULL, 0));
-	NEW(p->cq_b, ibv_create_cq(e->ctx, 4 * DP_BURST, NULL, NULL, 0));
+	NEW(p->cq_b, ibv_create_cq(e->ctx, cqe_b, NULL, NULL, 0));
 	p->buf_a = page_buf(DP_BUF);
 	p->buf_b = page_buf(DP_BUF);
 	CHECK(p->buf_a && p->buf_b, "mmap failed");
@@ -1458,17 +1461,25 @@ static int rc_pair(struct env *e, struct ibv_pd *pd, struct ibv_srq *srq, int rn
 	if (!srq)
 		ia.cap.max_recv_wr = 2 * DP_BURST;
 	NEW(p->b, ibv_create_qp(pd, &ia));
-	if (rc_connect(e, p->a, p->b->qp_num, PSN_A, PSN_B, rnr_retry)) {
+	if (rc_connect(e, p->a, p->b->qp_num, PSN_A, PSN_B, rnr_retry, retry_cnt)) {
 		prefix_reason("connecting QP A");
 		return -1;
 	}
-	if (rc_connect(e, p->b, p->a->qp_num, PSN_B, PSN_A, rnr_retry)) {
+	if (rc_connect(e, p->b, p->a->qp_num, PSN_B, PSN_A, rnr_retry, retry_cnt)) {
 		prefix_reason("connecting QP B");
 		return -1;
 	}
-	vlog("RC QP A 0x%x <-> QP B 0x%x%s, GID[%d] %s, rnr_retry %d", p->a->qp_num,
-	     p->b->qp_num, srq ? " (B on an SRQ)" : "", e->gid_index, gid_str(&e->gid), rnr_retry);
+	vlog("RC QP A 0x%x <-> QP B 0x%x%s, GID[%d] %s, rnr_retry %d, retry_cnt %d",
+	     p->a->qp_num, p->b->qp_num, srq ? " (B on an SRQ)" : "", e->gid_index,
+	     gid_str(&e->gid), rnr_retry, retry_cnt);
 	return 0;
+}
+
+/* rc_pair_ex with retry_cnt 7 and B's CQ as large as A's. */
+static int rc_pair(struct env *e, struct ibv_pd *pd, struct ibv_srq *srq, int rnr_retry,
+		   struct rc_pair *p)
+{
+	return rc_pair_ex(e, pd, srq, rnr_retry, 7, 4 * DP_BURST, p);
 }
 
 static struct ibv_sge *set_sge(struct ibv_sge *sge, void *addr, uint32_t len, uint32_t lkey)
@@ -1656,8 +1667,9 @@ static int untouched(const uint8_t *p, size_t len, uint8_t c, const char *what)
 }
 
 /*
- * Wait up to ms for an async event of `type` on object `obj` (a QP or SRQ);
- * other events are logged and acknowledged. 1 if it came, 0 if not, -1 on error.
+ * Wait up to ms for an async event of `type` on object `obj` (a QP, SRQ or CQ);
+ * every event read is acknowledged at once and logged. 1 if it came, 0 if not,
+ * -1 on error.
  */
 static int wait_event(struct env *e, enum ibv_event_type type, void *obj, int ms)
 {
@@ -1676,8 +1688,18 @@ static int wait_event(struct env *e, enum ibv_event_type type, void *obj, int ms
 		if (n == 0 || !(pfd.revents & POLLIN))
 			return 0;
 		OK(ibv_get_async_event(e->ctx, &ev));
-		what = ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED ? (void *)ev.element.srq :
-		       (void *)ev.element.qp;
+		switch (ev.event_type) {
+		case IBV_EVENT_CQ_ERR:
+			what = ev.element.cq;
+			break;
+		case IBV_EVENT_SRQ_ERR:
+		case IBV_EVENT_SRQ_LIMIT_REACHED:
+			what = ev.element.srq;
+			break;
+		default:
+			what = ev.element.qp;
+			break;
+		}
 		/* Before any check: destroying the object waits for the acknowledgement. */
 		ibv_ack_async_event(&ev);
 		vlog("async event %s on %p after %ld ms", ibv_event_type_str(ev.event_type), what,
@@ -2042,6 +2064,171 @@ static int t_rnr(struct env *e)
 	return 0;
 }
 
+/* Wait ms for async events; the number of `type` on obj that came (all are acknowledged). */
+static int count_events(struct env *e, enum ibv_event_type type, void *obj, int ms)
+{
+	struct timespec t0;
+	long left;
+	int n = 0, r;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((left = ms - ms_since(&t0)) > 0) {
+		r = wait_event(e, type, obj, (int)left);
+		if (r < 0)
+			return -1;
+		if (!r)
+			break;
+		n++;
+	}
+	return n;
+}
+
+/* A's retry_cnt in cq_overflow: the SEND B never acknowledges fails after 3 timeouts. */
+#define OVF_RETRY_CNT	2
+#define OVF_MSG		256
+
+/*
+ * CQ overflow at the responder. B's CQ is created with 4 entries (the device
+ * may give more: cq->cqe is what it holds), B posts cqe + 3 receives, and A
+ * sends cqe + 3 SENDs in one chain while nobody polls B's CQ.
+ *
+ * The IB spec: a completion that does not fit is a CQ error, an affiliated
+ * asynchronous error (IBV_EVENT_CQ_ERR) on the CQ, and the QP that tried to
+ * post it goes to ERR; completions already in the CQ are not guaranteed. Every
+ * WR A posted still completes: A's QP goes to ERR once a SEND fails, and the
+ * SENDs behind it are flushed.
+ *
+ * Upstream rxe (rxe_cq_post, rxe_resp.c do_complete, rxe_comp.c; observed
+ * with cqe 4, which rxe rounds up to 7): the (cqe+1)-th receive is executed
+ * (its data lands in B's buffer) and its WQE consumed, but its completion is
+ * dropped ("queue full" in dmesg), IB_EVENT_CQ_ERR is raised on B's CQ and B
+ * moves to ERR (responder class G) without acknowledging that SEND. Moving
+ * to ERR flushes B's RQ: the first flush completion does not fit either and
+ * raises a second IB_EVENT_CQ_ERR, the other receives go without completions
+ * and their buffers stay untouched. No IBV_EVENT_QP_FATAL is raised. The cqe
+ * completions already in the CQ stay intact and in order. B, in ERR, silently
+ * drops A's later SENDs and retransmissions, so A sees its first cqe SENDs
+ * succeed (rxe acknowledges each after writing its receive completion), the
+ * (cqe+1)-th fail with IBV_WC_RETRY_EXC_ERR after retry_cnt + 1 ACK timeouts
+ * (about 200 ms; rxe treats retry_cnt 7 as "retry forever", hence
+ * OVF_RETRY_CNT) and the rest flushed with IBV_WC_WR_FLUSH_ERR; A ends in
+ * ERR without an async event.
+ *
+ * Checked: the spec's part (CQ_ERR on B's CQ, B and A in ERR, every SEND
+ * completes, successes first and flushes last) and, of rxe's behaviour, that
+ * exactly the cqe SENDs whose receive completions fit succeed (none whose
+ * completion was lost reports success to the sender), that the first failure
+ * is an error other than a flush, and that B's CQ still returns its cqe
+ * receive completions with the data, followed by nothing successful.
+ */
+static int t_cq_overflow(struct env *e)
+{
+	struct ibv_send_wr wrs[DP_BURST], *bad;
+	struct ibv_recv_wr rwrs[DP_BURST], *rbad;
+	struct ibv_sge sges[DP_BURST], rsges[DP_BURST];
+	struct ibv_wc wc[DP_BURST];
+	struct ibv_pd *pd;
+	struct rc_pair p;
+	struct timespec t0;
+	char what[64];
+	int cqe, n, i, k, r, more;
+
+	NEW(pd, ibv_alloc_pd(e->ctx));
+	if (rc_pair_ex(e, pd, NULL, 7, OVF_RETRY_CNT, 4, &p))
+		return -1;
+	cqe = p.cq_b->cqe;
+	CHECK(cqe >= 4, "B's CQ: cqe %d for 4 requested", cqe);
+	CHECK(cqe + 3 <= DP_BURST, "B's CQ holds %d completions for 4 requested (this case needs "
+	      "at most %d)", cqe, DP_BURST - 3);
+	n = cqe + 3;
+	vlog("B's CQ holds %d completions (4 requested): %d receives, %d SENDs of %d bytes",
+	     cqe, n, n, OVF_MSG);
+
+	memset(p.buf_b, 0xee, DP_BUF);
+	for (i = 0; i < n; i++) {
+		fill(p.buf_a + i * OVF_MSG, OVF_MSG, 300 + i);
+		recv_wr(&rwrs[i], &rsges[i], 3000 + i, p.buf_b + i * OVF_MSG, OVF_MSG,
+			p.mr_b->lkey);
+		rwrs[i].next = i + 1 < n ? &rwrs[i + 1] : NULL;
+		send_wr(&wrs[i], &sges[i], IBV_WR_SEND, 4000 + i, p.buf_a + i * OVF_MSG, OVF_MSG,
+			p.mr_a->lkey);
+		wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
+	}
+	rbad = NULL;
+	OK(ibv_post_recv(p.b, rwrs, &rbad));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	bad = NULL;
+	OK(ibv_post_send(p.a, wrs, &bad));
+
+	r = wait_event(e, IBV_EVENT_CQ_ERR, p.cq_b, DP_WAIT_MS);
+	if (r < 0)
+		return -1;
+	CHECK(r == 1, "no IBV_EVENT_CQ_ERR on B's CQ within %d ms (%d SENDs, CQ of %d)",
+	      DP_WAIT_MS, n, cqe);
+	vlog("IBV_EVENT_CQ_ERR on B's CQ %ld ms after posting", ms_since(&t0));
+
+	/* Every SEND completes at A: successes, one error, flushes. */
+	if (poll_n(p.cq_a, wc, n, "A's SENDs"))
+		return -1;
+	vlog("all %d SEND completions at A %ld ms after posting", n, ms_since(&t0));
+	for (k = 0; k < n && wc[k].status == IBV_WC_SUCCESS; k++) {
+		snprintf(what, sizeof(what), "SEND %d", k);
+		if (check_wc(&wc[k], what, p.a, 4000 + k, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL))
+			return -1;
+	}
+	CHECK(k == cqe, "%d SENDs completed successfully, expected %d (those whose receive "
+	      "completions fit in B's CQ)%s", k, cqe,
+	      k > cqe ? ": a SEND whose receive completion was lost reported success" : "");
+	snprintf(what, sizeof(what), "SEND %d (its receive completion did not fit)", k);
+	CHECK(wc[k].status != IBV_WC_WR_FLUSH_ERR, "%s: IBV_WC_WR_FLUSH_ERR, expected the error "
+	      "that moved A to ERR", what);
+	if (check_wc(&wc[k], what, p.a, 4000 + k, wc[k].status, 0, -1, NULL))
+		return -1;
+	vlog("SENDs 0..%d succeeded, SEND %d: %s (vendor_err 0x%x)", k - 1, k,
+	     ibv_wc_status_str(wc[k].status), wc[k].vendor_err);
+	for (i = k + 1; i < n; i++) {
+		snprintf(what, sizeof(what), "SEND %d behind the failed one", i);
+		if (check_wc(&wc[i], what, p.a, 4000 + i, IBV_WC_WR_FLUSH_ERR, 0, -1, NULL))
+			return -1;
+	}
+	if (cq_empty(p.cq_a, "A's CQ after its SENDs"))
+		return -1;
+	vlog("SENDs %d..%d: IBV_WC_WR_FLUSH_ERR", k + 1, n - 1);
+
+	/* Further events (rxe: a second CQ_ERR from flushing B's RQ): acknowledged, logged. */
+	more = count_events(e, IBV_EVENT_CQ_ERR, p.cq_b, 300);
+	if (more < 0)
+		return -1;
+	vlog("%d more IBV_EVENT_CQ_ERR on B's CQ", more);
+
+	QSTATE(p.b, IBV_QPS_ERR);
+	QSTATE(p.a, IBV_QPS_ERR);
+	vlog("B and A in ERR");
+
+	/* B's CQ: the cqe receive completions that fit, in order, with the data. */
+	if (poll_n(p.cq_b, wc, cqe, "B's receive completions that fit"))
+		return -1;
+	for (i = 0; i < cqe; i++) {
+		snprintf(what, sizeof(what), "receive %d", i);
+		if (check_wc(&wc[i], what, p.b, 3000 + i, IBV_WC_SUCCESS, IBV_WC_RECV, OVF_MSG,
+			     NULL) ||
+		    same(p.buf_b + i * OVF_MSG, p.buf_a + i * OVF_MSG, OVF_MSG, what))
+			return -1;
+	}
+	/* Anything after them (rxe: nothing) must not be a successful receive. */
+	usleep(100 * 1000);
+	r = ibv_poll_cq(p.cq_b, DP_BURST, wc);
+	CHECK(r >= 0, "B's CQ: ibv_poll_cq returned %d", r);
+	for (i = 0; i < r; i++) {
+		CHECK(wc[i].status != IBV_WC_SUCCESS, "B's CQ: a successful completion (wr_id %"
+		      PRIu64 ") after the %d that fit", wc[i].wr_id, cqe);
+		vlog("B's CQ, entry %d: wr_id %" PRIu64 " %s", cqe + i, wc[i].wr_id,
+		     ibv_wc_status_str(wc[i].status));
+	}
+	vlog("B's CQ: %d receive completions with the data, then %d more", cqe, r);
+	return 0;
+}
+
 struct tcase {
 	const char *name;
 	int (*fn)(struct env *e);
@@ -2070,6 +2257,8 @@ static const struct tcase cases[] = {
 	{ "srq_limit", t_srq_limit, "datapath",
 	  "SENDs to an SRQ below its armed limit: SRQ_LIMIT_REACHED, limit disarmed" },
 	{ "rnr", t_rnr, "datapath", "SEND before its receive: RNR retry (7), RNR_RETRY_EXC_ERR (0)" },
+	{ "cq_overflow", t_cq_overflow, "datapath",
+	  "SENDs into a full receive CQ: CQ_ERR, QPs to ERR, sender's completions" },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -2103,7 +2292,7 @@ static void usage(FILE *f)
 		"[CASE...|GROUP...|all]\n"
 		"cases (default: those without a [group]; a group name selects its cases):\n");
 	for (i = 0; i < NCASES; i++)
-		fprintf(f, "  %-9s %s%s%s%s\n", cases[i].name, cases[i].what,
+		fprintf(f, "  %-11s %s%s%s%s\n", cases[i].name, cases[i].what,
 			cases[i].group ? " [" : "", cases[i].group ? cases[i].group : "",
 			cases[i].group ? "]" : "");
 }
