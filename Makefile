@@ -18,7 +18,7 @@ export KERNEL_VARIANT
 all: module
 
 help:
-	@echo "make run            boot a guest with rrxe and show ibv_devices / rping"
+	@echo "make run            boot a guest with rrxe: ibv_devices, data over RC, rping"
 	@echo "make check          run every test (ends with 'N passed, N failed')"
 	@echo "make shell          interactive guest console with rrxe loaded"
 	@echo "make setup|kernel|module|initramfs   individual steps"
