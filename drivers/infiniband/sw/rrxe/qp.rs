@@ -15,12 +15,12 @@ use crate::{
     index::Index,
     params as p,
     path::{self, Path},
-    mem::PdMemory,
     proto::{
-        opcode::mask, Access, AtomicOp, CompletionSink, Env, MemError, MemoryAccess, Packet, QpConfig, QpState,
-        SendWr, TxSink, WcOpcode, WcStatus, WorkCompletion,
+        opcode::mask, CompletionSink, Env, Packet, QpConfig, QpState, TxSink, WcOpcode, WcStatus,
+        WorkCompletion,
     },
     queue::{KernelSide, Queue, Side},
+    staging::Staging,
     ud::{self, Ud, UdQp},
     rdma::{
         bindings as b,
@@ -62,53 +62,13 @@ struct Attrs(b::ib_qp_attr);
 // cleared before storing and never dereferenced; the rest is plain data.
 unsafe impl Send for Attrs {}
 
-/// Inline data slots: twice the engine's send depth, so a slot is reused
-/// only after the WQE that used it has completed (RC completes in order).
-const INLINE_SLOTS: usize = 16;
-
 /// A connected RC QP's engine and where its packets go.
 struct Conn {
     rc: KBox<RcEngine>,
     path: Path,
     scratch: KVec<u8>,
-    /// Inline data of send WQEs in the engine, `INLINE_SLOTS` × `MAX_INLINE`
-    /// bytes, read back through `wqe::INLINE_KEY` (retransmissions too).
-    inline: KVec<u8>,
-    next_inline: usize,
-}
-
-/// The memory a QP's engine reaches: its PD's regions and its inline store.
-struct QpMemory<'a> {
-    pd: PdMemory<'a>,
-    inline: &'a [u8],
-}
-
-impl MemoryAccess for QpMemory<'_> {
-    fn check(&mut self, key: u32, va: u64, len: u32, access: Access) -> Result<(), MemError> {
-        if key == wqe::INLINE_KEY && access == Access::LocalRead {
-            let end = va.checked_add(len.into()).ok_or(MemError::OutOfRange)?;
-            return if end <= self.inline.len() as u64 { Ok(()) } else { Err(MemError::OutOfRange) };
-        }
-        self.pd.check(key, va, len, access)
-    }
-
-    fn read(&mut self, key: u32, va: u64, buf: &mut [u8], access: Access) -> Result<(), MemError> {
-        if key == wqe::INLINE_KEY && access == Access::LocalRead {
-            let start = usize::try_from(va).map_err(|_| MemError::OutOfRange)?;
-            let src = self.inline.get(start..start + buf.len()).ok_or(MemError::OutOfRange)?;
-            buf.copy_from_slice(src);
-            return Ok(());
-        }
-        self.pd.read(key, va, buf, access)
-    }
-
-    fn write(&mut self, key: u32, va: u64, data: &[u8], access: Access) -> Result<(), MemError> {
-        self.pd.write(key, va, data, access)
-    }
-
-    fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError> {
-        self.pd.atomic(rkey, va, op)
-    }
+    /// Inline data and long SGE lists of the requests in the engine.
+    staging: Staging,
 }
 
 /// Everything of a QP that exists until `destroy_qp`.
@@ -291,26 +251,8 @@ impl QpCore {
     /// QP is not connected.
     fn run_engine(&self, live: &mut Live, dp: &Datapath, now: u64, pkt: Option<&Packet<'_>>) -> Option<(u64, bool, bool)> {
         let Live { attrs, sq, rq, srq, send_cq, recv_cq, conn, .. } = live;
-        let Conn { rc, path, scratch, inline, next_inline } = conn.as_mut()?;
+        let Conn { rc, path, scratch, staging } = conn.as_mut()?;
         let overflow = Cell::new(false);
-        // Inline data is copied into the store before the engine sees the WQE.
-        let mut buf = [0u8; wqe::SEND_WQE_READ];
-        let mut staged: Option<SendWr> = None;
-        if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS && rc.state() == QpState::Rts && rc.send_room() > 0 && sq.peek(&mut buf) {
-            if let Ok((mut wr, Some(data))) = wqe::send_wr(&buf, self.sq_sig_all) {
-                let off = (*next_inline % INLINE_SLOTS) * wqe::MAX_INLINE;
-                if let Some(dst) = inline.get_mut(off..off + data.len()) {
-                    dst.copy_from_slice(data);
-                    wr.sge.addr = off as u64;
-                    *next_inline = next_inline.wrapping_add(1);
-                    staged = Some(wr);
-                }
-            }
-        }
-        let mut mem = QpMemory {
-            pd: dp.regions.for_pd(self.pd),
-            inline,
-        };
         let mut tx = Tx { path, dp, scratch, len: 0 };
         let mut comps = Completions {
             send_cq,
@@ -320,72 +262,86 @@ impl QpCore {
             ibqp: self.ibqp,
             overflow: &overflow,
         };
-        let mut env = Env {
-            now_us: now,
-            mem: &mut mem,
-            tx: &mut tx,
-            cq: &mut comps,
+        // The engine's environment, lent anew after each change to `staging`.
+        macro_rules! env {
+            ($mem:ident) => {
+                Env {
+                    now_us: now,
+                    mem: &mut $mem,
+                    tx: &mut tx,
+                    cq: &mut comps,
+                }
+            };
+        }
+        let op_err = |wr_id, opcode| WorkCompletion {
+            wr_id,
+            status: WcStatus::LocQpOpErr,
+            opcode,
+            byte_len: 0,
+            imm: None,
+            invalidated_rkey: None,
+            qpn: self.qpn,
         };
         if let Some(pkt) = pkt {
             if pkt.info.has(mask::RWR) && rc.recv_queued() == 0 {
-                let mut buf = [0u8; wqe::RECV_WQE_READ];
+                let mut buf = [0u8; wqe::RECV_WQE_READ_ALL];
                 if take_recv(rq, srq, &mut buf) {
-                    match wqe::recv_wr(&buf) {
+                    let wr = match wqe::recv_wr(&buf) {
+                        Ok((wr, None)) => Ok(wr),
+                        Ok((mut wr, Some(list))) => match staging.stage_recv(list) {
+                            Some(sge) => {
+                                wr.sge = sge;
+                                Ok(wr)
+                            }
+                            None => Err(wr.wr_id),
+                        },
+                        Err(wr_id) => Err(wr_id),
+                    };
+                    let mut mem = staging.memory(dp.regions.for_pd(self.pd));
+                    let mut env = env!(mem);
+                    match wr {
                         Ok(wr) => {
                             let _ = rc.post_recv(&mut env, wr);
                         }
-                        Err(wr_id) => env.cq.recv_completion(&WorkCompletion {
-                            wr_id,
-                            status: WcStatus::LocQpOpErr,
-                            opcode: WcOpcode::Recv,
-                            byte_len: 0,
-                            imm: None,
-                            invalidated_rkey: None,
-                            qpn: self.qpn,
-                        }),
+                        Err(wr_id) => env.cq.recv_completion(&op_err(wr_id, WcOpcode::Recv)),
                     }
                 }
             }
+            let mut mem = staging.memory(dp.regions.for_pd(self.pd));
+            let mut env = env!(mem);
             rc.on_packet(&mut env, pkt);
-        }
-        if overflow.get() {
-            // A completion was lost: stop before anything (an ACK of the
-            // request it belonged to, say) tells the peer otherwise.
-            rc.abort(&mut env);
+            if overflow.get() {
+                // A completion was lost: stop before anything (an ACK of the
+                // request it belonged to, say) tells the peer otherwise.
+                rc.abort(&mut env);
+            }
         }
         if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS && rc.state() == QpState::Rts {
-            // One inline WQE per call (its data had to be staged before the
-            // store was lent to `env`); any number of others.
+            let mut buf = [0u8; wqe::SEND_WQE_READ];
             while rc.send_room() > 0 && sq.peek(&mut buf) {
-                let posted = match wqe::send_wr(&buf, self.sq_sig_all) {
-                    Ok((_, Some(_))) => match staged.take() {
-                        Some(wr) => rc.post_send(&mut env, wr).map_err(|_| wr.wr_id),
-                        None => {
-                            // Come back for the next inline WQE.
-                            self.doorbell.store(true, Ordering::Release);
-                            crate::net::kick();
-                            break;
+                sq.advance();
+                let wr = match wqe::send_wr(&buf, self.sq_sig_all) {
+                    Ok((mut wr, extra)) => match staging.stage_send(wr.sge, extra) {
+                        Some(sge) => {
+                            wr.sge = sge;
+                            Ok(wr)
                         }
+                        None => Err(wr.wr_id),
                     },
-                    Ok((wr, None)) => rc.post_send(&mut env, wr).map_err(|_| wr.wr_id),
                     Err(bad) => Err(bad.wr_id),
                 };
-                sq.advance();
+                let mut mem = staging.memory(dp.regions.for_pd(self.pd));
+                let mut env = env!(mem);
+                let posted = wr.and_then(|wr| rc.post_send(&mut env, wr).map_err(|_| wr.wr_id));
                 if let Err(wr_id) = posted {
-                    env.cq.send_completion(&WorkCompletion {
-                        wr_id,
-                        status: WcStatus::LocQpOpErr,
-                        opcode: WcOpcode::Send,
-                        byte_len: 0,
-                        imm: None,
-                        invalidated_rkey: None,
-                        qpn: self.qpn,
-                    });
+                    env.cq.send_completion(&op_err(wr_id, WcOpcode::Send));
                     rc.enter_error(&mut env);
                     break;
                 }
             }
         }
+        let mut mem = staging.memory(dp.regions.for_pd(self.pd));
+        let mut env = env!(mem);
         if rc.next_deadline().is_some_and(|d| d <= now) {
             rc.on_timer(&mut env);
         }
@@ -731,12 +687,9 @@ impl Qp {
                 }
             }
             b::ib_qp_state_IB_QPS_ERR => {
-                if let Some(Conn { rc, path, scratch, inline, .. }) = &mut st.conn {
+                if let Some(Conn { rc, path, scratch, staging }) = &mut st.conn {
                     // Work requests the engine holds are older than the rings'.
-                    let mut mem = QpMemory {
-                        pd: self.dp.regions.for_pd(self.core.pd),
-                        inline,
-                    };
+                    let mut mem = staging.memory(self.dp.regions.for_pd(self.core.pd));
                     let mut tx = Tx { path, dp: &self.dp, scratch, len: 0 };
                     let overflow = Cell::new(false);
                     let mut comps = Completions {
@@ -794,14 +747,11 @@ impl Qp {
         let rc = KBox::new(RcEngine::new(cfg).map_err(|_| EINVAL)?, GFP_KERNEL)?;
         let mut scratch = KVec::with_capacity(SCRATCH, GFP_KERNEL)?;
         scratch.resize(SCRATCH, 0, GFP_KERNEL)?;
-        let mut inline = KVec::with_capacity(INLINE_SLOTS * wqe::MAX_INLINE, GFP_KERNEL)?;
-        inline.resize(INLINE_SLOTS * wqe::MAX_INLINE, 0, GFP_KERNEL)?;
         Ok(Conn {
             rc,
             path,
             scratch,
-            inline,
-            next_inline: 0,
+            staging: Staging::new()?,
         })
     }
 

@@ -30,6 +30,7 @@ mod path;
 mod qp;
 mod queue;
 mod srq;
+mod staging;
 mod uapi;
 mod ud;
 mod verbs;

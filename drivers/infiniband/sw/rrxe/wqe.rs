@@ -6,6 +6,7 @@
 
 use crate::{
     ah::AhInfo,
+    staging::{Extra, LAST_RESERVED_KEY},
     device::RrxeDev,
     proto::{RecvWr, SendWr, Sge, WorkCompletion, WrOp},
     rdma::{
@@ -21,12 +22,6 @@ use core::mem::offset_of;
 pub(crate) const SEND_WQE_READ: usize = SEND_DMA + DMA_SGE + MAX_INLINE;
 /// Most inline data a send WQE carries.
 pub(crate) const MAX_INLINE: usize = crate::params::MAX_INLINE_DATA as usize;
-/// The local key naming a QP's inline data store: index 0, never a region's.
-pub(crate) const INLINE_KEY: u32 = 0;
-/// A local key no region has (index 0), for user SGEs that named `INLINE_KEY`.
-const NO_KEY: u32 = 0xff;
-/// Bytes of a receive WQE the datapath reads: the header and one SGE.
-pub(crate) const RECV_WQE_READ: usize = RECV_DMA + DMA_SGE + SGE_LEN;
 /// Bytes of a receive WQE with the most SGEs a QP may have.
 pub(crate) const RECV_WQE_READ_ALL: usize = RECV_DMA + DMA_SGE + crate::params::MAX_SGE as usize * SGE_LEN;
 
@@ -65,19 +60,32 @@ fn be32_at(buf: &[u8], off: usize) -> u32 {
     buf.get(off..off + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_be_bytes)
 }
 
-/// The scatter list of an entry whose `rxe_dma_info` starts at `dma`: none,
-/// or exactly one element (`None` for more, which rrxe does not carry yet).
-fn one_sge(buf: &[u8], dma: usize) -> Option<Sge> {
-    match u32_at(buf, dma + DMA_NUM_SGE) {
-        0 => Some(Sge::default()),
-        1 => {
-            let s = dma + DMA_SGE;
-            Some(Sge {
-                addr: u64_at(buf, s + SGE_ADDR),
-                length: u32_at(buf, s + SGE_LENGTH),
-                lkey: u32_at(buf, s + SGE_LKEY),
-            })
-        }
+/// A local key a user SGE named: keys of index 0 are the staging store's
+/// (see [`crate::staging`]), so a user's become the reserved key no one has.
+fn user_key(lkey: u32) -> u32 {
+    if lkey <= LAST_RESERVED_KEY {
+        LAST_RESERVED_KEY
+    } else {
+        lkey
+    }
+}
+
+/// The scatter/gather list of an entry whose `rxe_dma_info` starts at `dma`:
+/// as one SGE when it has none or one element, else as a list to stage.
+fn sge_or_list(buf: &[u8], dma: usize) -> Option<(Sge, Option<SgeList<'_>>)> {
+    let n = u32_at(buf, dma + DMA_NUM_SGE) as usize;
+    let start = dma + DMA_SGE;
+    match n {
+        0 => Some((Sge::default(), None)),
+        1 => Some((
+            Sge {
+                addr: u64_at(buf, start + SGE_ADDR),
+                length: u32_at(buf, start + SGE_LENGTH),
+                lkey: user_key(u32_at(buf, start + SGE_LKEY)),
+            },
+            None,
+        )),
+        _ if start + n * SGE_LEN <= buf.len() => Some((Sge::default(), Some(SgeList { buf, start, n }))),
         _ => None,
     }
 }
@@ -90,31 +98,28 @@ pub(crate) struct Unsupported {
 }
 
 /// Parses a send WQE of an RC QP (`sig_all`: every WR is signaled). Inline
-/// data comes back as its bytes, with the SGE naming `INLINE_KEY` at 0.
-pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<(SendWr, Option<&[u8]>), Unsupported> {
+/// data and lists of several SGEs come back to be staged.
+pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<(SendWr, Extra<'_>), Unsupported> {
     let wr_id = u64_at(buf, WR_ID);
     let flags = u32_at(buf, FLAGS);
     let bad = Unsupported { wr_id };
     let len = u32_at(buf, SEND_DMA + DMA_LEN);
-    let (sge, inline) = if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
+    let (sge, extra) = if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
         let start = SEND_DMA + DMA_SGE;
         let data = buf.get(start..start + len as usize).filter(|_| len as usize <= MAX_INLINE).ok_or(bad)?;
-        let sge = Sge {
-            addr: 0,
-            length: len,
-            lkey: INLINE_KEY,
-        };
-        (sge, Some(data))
+        (Sge::default(), Extra::Inline(data))
     } else {
-        let mut sge = one_sge(buf, SEND_DMA).ok_or(Unsupported { wr_id })?;
-        // librxe keeps the total length in dma.length; with one SGE they agree.
-        if sge.length != len {
-            return Err(bad);
+        let (sge, list) = sge_or_list(buf, SEND_DMA).ok_or(bad)?;
+        match list {
+            Some(list) => (sge, Extra::List(list)),
+            None => {
+                // librxe keeps the total length in dma.length; with one SGE they agree.
+                if sge.length != len {
+                    return Err(bad);
+                }
+                (sge, Extra::None)
+            }
         }
-        if sge.lkey == INLINE_KEY {
-            sge.lkey = NO_KEY;
-        }
-        (sge, None)
     };
     let (op, remote_addr, rkey) = match u32_at(buf, OPCODE) {
         b::ib_wr_opcode_IB_WR_SEND => (WrOp::Send, 0, 0),
@@ -154,14 +159,15 @@ pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<(SendWr, Option<&[u8]
         fence: flags & b::ib_send_flags_IB_SEND_FENCE as u32 != 0,
         solicited: flags & b::ib_send_flags_IB_SEND_SOLICITED as u32 != 0,
     };
-    Ok((wr, inline))
+    Ok((wr, extra))
 }
 
-/// Parses a receive WQE; `Err(wr_id)` if it has more than one SGE.
-pub(crate) fn recv_wr(buf: &[u8]) -> Result<RecvWr, u64> {
+/// Parses a receive WQE; a list of several SGEs comes back to be staged.
+/// `Err(wr_id)` if the list does not fit the copied slot.
+pub(crate) fn recv_wr(buf: &[u8]) -> Result<(RecvWr, Option<SgeList<'_>>), u64> {
     let wr_id = u64_at(buf, 0);
-    let sge = one_sge(buf, RECV_DMA).ok_or(wr_id)?;
-    Ok(RecvWr { wr_id, sge })
+    let (sge, list) = sge_or_list(buf, RECV_DMA).ok_or(wr_id)?;
+    Ok((RecvWr { wr_id, sge }, list))
 }
 
 /// The completion entry user space polls, for a completion of QP `qpn`
