@@ -144,6 +144,30 @@ fn receive(pkt: &RxPacket, now: u64) {
     }
 }
 
+/// The deadline (µs) the timer is armed for, `u64::MAX` for none.
+static ARMED: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Arms the timer for `deadline` unless it is already due no later.
+pub(crate) fn arm_for(deadline: u64) {
+    if deadline == u64::MAX || ARMED.fetch_min(deadline, Ordering::AcqRel) <= deadline {
+        return;
+    }
+    arm_timer_at(deadline);
+}
+
+fn arm_timer_at(deadline: u64) {
+    let us = deadline.saturating_sub(now_us());
+    let ms = u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX);
+    net::arm_timer(kernel::time::msecs_to_jiffies(ms));
+}
+
+/// Serves a user QP's send doorbell right away, in the calling task: saves
+/// the worker's wake-up on the latency path.
+pub(crate) fn serve_now(dp: &Datapath, qp: &QpCore) {
+    qp.service(dp, now_us(), None);
+    arm_for(qp.deadline());
+}
+
 /// The worker (see the module documentation).
 pub(crate) extern "C" fn run() {
     let now = now_us();
@@ -165,9 +189,9 @@ pub(crate) extern "C" fn run() {
             next = next.min(qp.deadline());
         }
     }
+    // The worker saw every QP: its minimum replaces whatever was armed.
+    ARMED.store(next, Ordering::Release);
     if next != u64::MAX {
-        let us = next.saturating_sub(now_us());
-        let ms = u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX);
-        net::arm_timer(kernel::time::msecs_to_jiffies(ms));
+        arm_timer_at(next);
     }
 }

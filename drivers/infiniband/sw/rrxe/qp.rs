@@ -742,7 +742,7 @@ impl Qp {
             min_rnr_timer: a.min_rnr_timer & 0x1f,
             timeout_us: timeout_us(a.timeout),
             max_rd_atomic: a.max_rd_atomic.clamp(1, MAX_RD_ATOMIC),
-            max_inflight_pkts: 64,
+            max_inflight_pkts: 256,
         };
         let rc = KBox::new(RcEngine::new(cfg).map_err(|_| EINVAL)?, GFP_KERNEL)?;
         let mut scratch = KVec::with_capacity(SCRATCH, GFP_KERNEL)?;
@@ -772,8 +772,13 @@ impl Qp {
             b::ib_qp_state_IB_QPS_ERR => {}
             _ => return Err(EINVAL),
         }
-        self.core.doorbell.store(true, Ordering::Release);
-        crate::net::kick();
+        if self.core.kernel {
+            // Possibly atomic context: the worker serves it.
+            self.core.doorbell.store(true, Ordering::Release);
+            crate::net::kick();
+        } else {
+            crate::datapath::serve_now(&self.dp, &self.core);
+        }
         Ok(())
     }
 
