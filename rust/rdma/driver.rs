@@ -118,22 +118,32 @@ impl<D> Object<b::ib_srq, D> {
     }
 }
 
+/// Raises an asynchronous event (`enum ib_event_type`) on the QP at `qp`.
+///
+/// # Safety
+///
+/// `qp` must point to a live `struct ib_qp` whose device, handler and
+/// context ib_core has set.
+pub(crate) unsafe fn qp_event(qp: *mut b::ib_qp, event: b::ib_event_type) {
+    // SAFETY: Guaranteed by the caller.
+    unsafe {
+        let mut ev = b::ib_event {
+            device: (*qp).device,
+            event,
+            ..Default::default()
+        };
+        ev.element.qp = qp;
+        dispatch((*qp).event_handler, (*qp).qp_context, &mut ev);
+    }
+}
+
 impl<D> Object<b::ib_qp, D> {
     /// Raises an asynchronous QP event (`enum ib_event_type`), e.g.
     /// `IB_EVENT_QP_FATAL` or `IB_EVENT_COMM_EST`.
     pub fn event(&self, event: b::ib_event_type) {
-        let qp = self.as_raw();
         // SAFETY: The QP is alive (`&self`); ib_core set its device, handler
         // and context when creating it.
-        unsafe {
-            let mut ev = b::ib_event {
-                device: (*qp).device,
-                event,
-                ..Default::default()
-            };
-            ev.element.qp = qp;
-            dispatch((*qp).event_handler, (*qp).qp_context, &mut ev);
-        }
+        unsafe { qp_event(self.as_raw(), event) };
     }
 }
 

@@ -25,6 +25,40 @@ impl<'a> QpInit<'a> {
         self.1
     }
 
+    /// The QP being created, as the target of its asynchronous events.
+    pub fn event_target(&self) -> QpEvents {
+        // INVARIANT: ib_core passes the QP being created, with its event
+        // handler already set; it lives until its `destroy_qp` returns.
+        QpEvents(self.1 as *mut b::ib_qp)
+    }
+}
+
+/// Where a QP's asynchronous events go (`IB_EVENT_QP_FATAL`,
+/// `IB_EVENT_QP_ACCESS_ERR`, ...).
+///
+/// # Invariants
+///
+/// Points to the `struct ib_qp` of a QP from its `create_qp` until its
+/// `destroy_qp` returns. Not `Clone`: it is made once per QP, and the driver
+/// must drop it before `destroy_qp` returns (with the rest of what it keeps
+/// of the QP until then).
+pub struct QpEvents(*mut b::ib_qp);
+
+// SAFETY: Raising an event only reads fields ib_core set at creation and
+// calls ib_core's handler, which may run in any task.
+unsafe impl Send for QpEvents {}
+// SAFETY: As above.
+unsafe impl Sync for QpEvents {}
+
+impl QpEvents {
+    /// Raises `event` (`enum ib_event_type`) on the QP.
+    pub fn raise(&self, event: b::ib_event_type) {
+        // SAFETY: By the invariant the QP is alive, with its handler set.
+        unsafe { super::driver::qp_event(self.0, event) };
+    }
+}
+
+impl QpInit<'_> {
     /// Transport type (`enum ib_qp_type`: RC, UC, UD, ...).
     pub fn qp_type(&self) -> u32 {
         self.0.qp_type

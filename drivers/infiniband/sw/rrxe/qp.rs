@@ -16,7 +16,7 @@ use crate::{
     params as p,
     path::{self, Path},
     proto::{
-        opcode::mask, CompletionSink, Env, Packet, QpConfig, QpState, TxSink, WcOpcode, WcStatus,
+        opcode::mask, CompletionSink, Env, NakCode, Packet, QpConfig, QpState, TxSink, WcOpcode, WcStatus,
         WorkCompletion,
     },
     queue::{KernelSide, Queue, Side},
@@ -25,7 +25,7 @@ use crate::{
     rdma::{
         bindings as b,
         driver::{CqRef, SrqRef},
-        qp::{modify_is_ok, QpAttr, QpInit},
+        qp::{modify_is_ok, QpAttr, QpEvents, QpInit},
         udata::Udata,
         wr::{RecvWr as KRecvWr, SendWr as KSendWr},
     },
@@ -86,6 +86,8 @@ struct Live {
     conn: Option<Conn>,
     /// UD and GSI QPs from RTR on.
     ud: Option<Ud>,
+    /// Where the QP's asynchronous events go.
+    events: QpEvents,
 }
 
 /// The part of a QP the datapath worker shares.
@@ -386,6 +388,17 @@ impl QpCore {
             live.attrs.0.cur_qp_state = b::ib_qp_state_IB_QPS_ERR;
             self.state.store(b::ib_qp_state_IB_QPS_ERR, Ordering::Release);
             flush_rings(live, self.qpn, self.ibqp);
+            // An error the responder found has no completion of its own to
+            // report it (IB spec C9-222.1 and friends): an event does.
+            let event = match live.conn.as_ref().and_then(|c| c.rc.responder_failure()) {
+                Some(NakCode::RemoteAccessError) => Some(b::ib_event_type_IB_EVENT_QP_ACCESS_ERR),
+                Some(NakCode::InvalidRequest) => Some(b::ib_event_type_IB_EVENT_QP_REQ_ERR),
+                Some(NakCode::RemoteOpError) => Some(b::ib_event_type_IB_EVENT_QP_FATAL),
+                _ => None,
+            };
+            if let Some(event) = event {
+                live.events.raise(event);
+            }
         }
         if more {
             // Budget used up with work left: come back.
@@ -520,6 +533,7 @@ impl Qp {
             sgid: [0; 16],
             conn: None,
             ud: None,
+            events: init.event_target(),
         };
         let core = Arc::pin_init(
             pin_init!(QpCore {

@@ -159,6 +159,13 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> Qp<SQ, RQ, RD> {
         self.state
     }
 
+    /// The fatal NAK with which the responder moved the QP to the error
+    /// state (a class of error the consumer learns of by an asynchronous
+    /// event rather than a completion), if that is how the QP failed.
+    pub fn responder_failure(&self) -> Option<crate::proto::NakCode> {
+        self.resp.failure()
+    }
+
     /// Event counters.
     pub fn counters(&self) -> &Counters {
         &self.counters
