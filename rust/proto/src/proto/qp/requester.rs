@@ -23,10 +23,10 @@ pub(crate) fn npkts(len: u32, mtu: u32) -> u32 {
         .saturating_add(1)
 }
 
-/// A send WQE and its transmission bookkeeping.
-
 /// Packets of one message between explicit ACK requests.
 const ACK_EVERY: u32 = 16;
+
+/// A send WQE and its transmission bookkeeping.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SendWqe {
     pub(crate) wr: SendWr,
