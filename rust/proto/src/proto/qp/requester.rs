@@ -297,7 +297,8 @@ impl<const N: usize> Requester<N> {
         // the window is about to close, so the window slides before the
         // message ends instead of stopping at every message.
         let inflight = self.next_psn.since(self.comp_psn).saturating_add(1);
-        if pkt_idx.saturating_add(1) % ACK_EVERY == 0 || inflight >= cfg.max_inflight_pkts {
+        if pkt_idx.saturating_add(1).is_multiple_of(ACK_EVERY) || inflight >= cfg.max_inflight_pkts
+        {
             hdr.bth.ack_req = true;
         }
         let Ok(len) = hdr.packet_len(payload_len as usize) else {
