@@ -19,7 +19,7 @@ export KERNEL_VARIANT
 all: module
 
 help:
-	@echo "make run            boot a guest with rrxe and show ibv_devices / rping"
+	@echo "make run            boot a guest with rrxe: ibv_devices, data over RC, rping"
 	@echo "make check          run every test (ends with 'N passed, N failed')"
 	@echo "make bench          perftest rrxe vs rxe in one guest: medians and ratios"
 	@echo "                    (BENCH_ARGS='--rounds 2 --tests ib_send_lat', see --help)"

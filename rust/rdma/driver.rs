@@ -17,8 +17,9 @@ use super::{
     device::Device,
     mmap::UserBuf,
     object::Object,
-    qp::{QpAttr, QpInit, SrqInit},
+    qp::{AhAttr, QpAttr, QpInit, SrqInit},
     udata::Udata,
+    wr::{RecvWr, SendWr},
 };
 use core::marker::PhantomData;
 use kernel::{error::from_result, prelude::*};
@@ -117,22 +118,32 @@ impl<D> Object<b::ib_srq, D> {
     }
 }
 
+/// Raises an asynchronous event (`enum ib_event_type`) on the QP at `qp`.
+///
+/// # Safety
+///
+/// `qp` must point to a live `struct ib_qp` whose device, handler and
+/// context ib_core has set.
+pub(crate) unsafe fn qp_event(qp: *mut b::ib_qp, event: b::ib_event_type) {
+    // SAFETY: Guaranteed by the caller.
+    unsafe {
+        let mut ev = b::ib_event {
+            device: (*qp).device,
+            event,
+            ..Default::default()
+        };
+        ev.element.qp = qp;
+        dispatch((*qp).event_handler, (*qp).qp_context, &mut ev);
+    }
+}
+
 impl<D> Object<b::ib_qp, D> {
     /// Raises an asynchronous QP event (`enum ib_event_type`), e.g.
     /// `IB_EVENT_QP_FATAL` or `IB_EVENT_COMM_EST`.
     pub fn event(&self, event: b::ib_event_type) {
-        let qp = self.as_raw();
         // SAFETY: The QP is alive (`&self`); ib_core set its device, handler
         // and context when creating it.
-        unsafe {
-            let mut ev = b::ib_event {
-                device: (*qp).device,
-                event,
-                ..Default::default()
-            };
-            ev.element.qp = qp;
-            dispatch((*qp).event_handler, (*qp).qp_context, &mut ev);
-        }
+        unsafe { qp_event(self.as_raw(), event) };
     }
 }
 
@@ -285,8 +296,30 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Checks that a queue pair may go; its data is dropped afterwards.
     fn destroy_qp(qp: &Qp<Self>) -> Result;
     /// User space rang the send doorbell: work requests are waiting in the
-    /// send queue it shares with the driver.
+    /// send queue it shares with the driver. Also called once after the
+    /// requests of an in-kernel caller's list were posted.
     fn post_send_doorbell(_qp: &Qp<Self>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+    /// Queues one send work request of an in-kernel caller. May be called in
+    /// atomic context (callers hold spinlocks with interrupts disabled).
+    fn post_send(_qp: &Qp<Self>, _wr: &SendWr<'_, Self>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+    /// Queues one receive work request of an in-kernel caller. May be called
+    /// in atomic context.
+    fn post_recv(_qp: &Qp<Self>, _wr: &RecvWr<'_>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+    /// Takes up to `wc.len()` completions of a kernel CQ; returns how many.
+    /// May be called in atomic context.
+    fn poll_cq(_cq: &Cq<Self>, _wc: &mut [b::ib_wc]) -> Result<usize> {
+        Err(EOPNOTSUPP)
+    }
+    /// Makes the DMA memory region of a kernel PD: its local key names all
+    /// of kernel memory by virtual address (ib_core uses it as the PD's
+    /// `local_dma_lkey`).
+    fn get_dma_mr(_pd: &Pd<Self>, _access: u32) -> Result<NewMr<Self::Mr>> {
         Err(EOPNOTSUPP)
     }
 
@@ -302,7 +335,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn query_srq(srq: &Srq<Self>, attr: &mut b::ib_srq_attr) -> Result;
 
     /// Creates an address handle from `attr` (dmac already resolved by ib_core).
-    fn create_ah(pd: &Pd<Self>, attr: &b::rdma_ah_attr, udata: &mut Udata) -> Result<Self::Ah>;
+    fn create_ah(pd: &Pd<Self>, attr: &AhAttr<'_>, udata: &mut Udata) -> Result<Self::Ah>;
 
     /// Registers user memory `[start, start + length)` seen by peers at `iova`.
     fn reg_user_mr(
@@ -366,7 +399,10 @@ impl<T: Driver> OpsTable<T> {
             modify_qp: op!(T::HAS_MODIFY_QP, Self::modify_qp),
             query_qp: op!(T::HAS_QUERY_QP, Self::query_qp),
             destroy_qp: op!(T::HAS_CREATE_QP, Self::destroy_qp),
-            post_send: op!(T::HAS_POST_SEND_DOORBELL, Self::post_send),
+            post_send: op!(T::HAS_POST_SEND_DOORBELL || T::HAS_POST_SEND, Self::post_send),
+            post_recv: op!(T::HAS_POST_RECV, Self::post_recv),
+            poll_cq: op!(T::HAS_POLL_CQ, Self::poll_cq),
+            get_dma_mr: op!(T::HAS_GET_DMA_MR, Self::get_dma_mr),
             create_srq: op!(T::HAS_CREATE_SRQ, Self::create_srq),
             modify_srq: op!(T::HAS_MODIFY_SRQ, Self::modify_srq),
             query_srq: op!(T::HAS_QUERY_SRQ, Self::query_srq),
@@ -622,7 +658,7 @@ impl<T: Driver> OpsTable<T> {
                 return Err(EINVAL);
             };
             // SAFETY: As above, `init` and `udata` are valid for the call.
-            let (mut init, mut udata) = unsafe { (QpInit::<'_>::new(&mut *init), Udata::from_raw(udata)) };
+            let (mut init, mut udata) = unsafe { (QpInit::<'_>::new(&mut *init, qp as usize), Udata::from_raw(udata)) };
             // SAFETY: ib_core holds a use count on the QP's SRQ (if any) for
             // the QP's lifetime and refuses to destroy an SRQ in use.
             let srq = unsafe { SrqRef::new(init.srq()) };
@@ -694,20 +730,106 @@ impl<T: Driver> OpsTable<T> {
         wr: *const b::ib_send_wr,
         bad_wr: *mut *const b::ib_send_wr,
     ) -> c_int {
-        // Only user QPs exist (no kernel verbs): uverbs rings the doorbell
-        // with an empty list. A list from a kernel caller is refused whole.
-        if !wr.is_null() {
-            if !bad_wr.is_null() {
-                // SAFETY: ib_core passes a valid pointer for the failed request.
-                unsafe { *bad_wr = wr };
+        // SAFETY: `create_qp` succeeded for `qp`.
+        let obj = unsafe { Qp::<T>::from_raw(qp) };
+        // SAFETY: The QP is alive; its type never changes.
+        let qp_type = unsafe { (*qp).qp_type };
+        let ud = qp_type == b::ib_qp_type_IB_QPT_UD || qp_type == b::ib_qp_type_IB_QPT_GSI;
+        let mut cur = wr;
+        let mut posted = false;
+        while !cur.is_null() {
+            // SAFETY: ib_core passes a valid list for the duration of the call;
+            // on UD/GSI QPs its requests are `ib_ud_wr`s naming AHs of `T`.
+            let (req, next) = unsafe { (SendWr::<T>::new(&*cur, ud), (*cur).next.cast_const()) };
+            if let Err(e) = T::post_send(obj, &req) {
+                if !bad_wr.is_null() {
+                    // SAFETY: ib_core passes a valid pointer for the failed request.
+                    unsafe { *bad_wr = cur };
+                }
+                if posted {
+                    let _ = T::post_send_doorbell(obj);
+                }
+                return e.to_errno();
             }
-            return EOPNOTSUPP.to_errno();
+            posted = true;
+            cur = next;
         }
+        // An empty list is uverbs ringing a user QP's doorbell.
         from_result(|| {
-            // SAFETY: `create_qp` succeeded for `qp`.
-            T::post_send_doorbell(unsafe { Qp::<T>::from_raw(qp) })?;
+            T::post_send_doorbell(obj)?;
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `post_recv` callback of a device of driver `T`.
+    unsafe extern "C" fn post_recv(
+        qp: *mut b::ib_qp,
+        wr: *const b::ib_recv_wr,
+        bad_wr: *mut *const b::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: `create_qp` succeeded for `qp`.
+        let obj = unsafe { Qp::<T>::from_raw(qp) };
+        let mut cur = wr;
+        while !cur.is_null() {
+            // SAFETY: ib_core passes a valid list for the duration of the call.
+            let (req, next) = unsafe { (RecvWr::new(&*cur), (*cur).next.cast_const()) };
+            if let Err(e) = T::post_recv(obj, &req) {
+                if !bad_wr.is_null() {
+                    // SAFETY: ib_core passes a valid pointer for the failed request.
+                    unsafe { *bad_wr = cur };
+                }
+                return e.to_errno();
+            }
+            cur = next;
+        }
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `poll_cq` callback of a device of driver `T`.
+    unsafe extern "C" fn poll_cq(cq: *mut b::ib_cq, num: c_int, wc: *mut b::ib_wc) -> c_int {
+        from_result(|| {
+            let n = usize::try_from(num).map_err(|_| EINVAL)?;
+            if n == 0 || wc.is_null() {
+                return Ok(0);
+            }
+            // SAFETY: `create_cq` succeeded for `cq`; ib_core passes room for
+            // `num` completions.
+            let (obj, out) = unsafe { (Cq::<T>::from_raw(cq), core::slice::from_raw_parts_mut(wc, n)) };
+            let got = T::poll_cq(obj, out)?;
+            Ok(got.min(n) as c_int)
+        })
+    }
+
+    /// The `ib_mr` ib_core gets back for a new region: allocated here (ib_core
+    /// does not allocate MRs), with the driver's data and keys.
+    fn boxed_mr(new: NewMr<T::Mr>) -> Result<*mut b::ib_mr> {
+        let mr = Mr::<T>::new_boxed(new.data)?;
+        // SAFETY: `mr` is a fresh, zeroed `ib_mr` that ib_core fills in
+        // further after the callback returns.
+        unsafe {
+            (*mr).lkey = new.lkey;
+            (*mr).rkey = new.rkey;
+        }
+        Ok(mr)
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `get_dma_mr` callback of a device of driver `T`.
+    unsafe extern "C" fn get_dma_mr(pd: *mut b::ib_pd, access: c_int) -> *mut b::ib_mr {
+        let res = (|| -> Result<*mut b::ib_mr> {
+            // SAFETY: ib_core passes a live PD.
+            let pd = unsafe { Pd::<T>::from_raw(pd) };
+            Self::boxed_mr(T::get_dma_mr(pd, access as u32)?)
+        })();
+        match res {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
     }
 
     /// # Safety
@@ -784,7 +906,7 @@ impl<T: Driver> OpsTable<T> {
             // an init attribute whose `ah_attr` is valid, and a NULL or valid udata.
             let (pd, attr, mut udata) =
                 unsafe { (Pd::<T>::from_raw((*ah).pd), &*(*init).ah_attr, Udata::from_raw(udata)) };
-            let data = T::create_ah(pd, attr, &mut udata)?;
+            let data = T::create_ah(pd, &AhAttr::new(attr), &mut udata)?;
             // SAFETY: `ah` was allocated with `Ah::<T>::SIZE` bytes.
             unsafe { Ah::<T>::init_value(ah, data) };
             Ok(0)
@@ -818,15 +940,7 @@ impl<T: Driver> OpsTable<T> {
             }
             // SAFETY: ib_core passes a live PD and a NULL or valid udata.
             let (pd, mut udata) = unsafe { (Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
-            let new = T::reg_user_mr(pd, start, length, iova, access as u32, &mut udata)?;
-            let mr = Mr::<T>::new_boxed(new.data)?;
-            // SAFETY: `mr` is a fresh, zeroed `ib_mr` that ib_core fills in
-            // further after this returns.
-            unsafe {
-                (*mr).lkey = new.lkey;
-                (*mr).rkey = new.rkey;
-            }
-            Ok(mr)
+            Self::boxed_mr(T::reg_user_mr(pd, start, length, iova, access as u32, &mut udata)?)
         })();
         match res {
             Ok(mr) => mr,
@@ -838,7 +952,8 @@ impl<T: Driver> OpsTable<T> {
     ///
     /// Only called by ib_core, as the `dereg_mr` callback of a device of driver `T`.
     unsafe extern "C" fn dereg_mr(mr: *mut b::ib_mr, _udata: *mut b::ib_udata) -> c_int {
-        // SAFETY: `reg_user_mr` made `mr` with `new_boxed`; ib_core drops it once.
+        // SAFETY: `reg_user_mr` or `get_dma_mr` made `mr` with `new_boxed`;
+        // ib_core drops it once.
         unsafe { Mr::<T>::free_boxed(mr) };
         0
     }

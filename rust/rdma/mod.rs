@@ -20,3 +20,4 @@ pub mod object;
 pub mod qp;
 pub mod udata;
 pub mod umem;
+pub mod wr;

@@ -245,7 +245,19 @@ logs=(); for g in "${guests[@]}"; do logs+=("$log_dir/guest-$g.log"); done
 if splats=$("$here/splats.sh" "${logs[@]}"); then :; else
     printf '%s\n' "$splats" >&2
     first=$(printf '%s\n' "$splats" | head -1 | sed 's/^[^:]*\/guest-\([ab]\)\.log:[0-9]*:/guest \1: /' | cut -c1-160)
-    reasons+=("kernel splat: $first")
+    # A splat before the test script started (before any rrxe code ran) is the
+    # boot's, not the test's: say so first, so that the test runner can boot
+    # again once (tools/testing/run.sh).
+    during=0
+    while IFS=: read -r slog sline _; do
+        start=$(tr -d '\r' < "$slog" | grep -a -n 'RRXE-TEST: start' | head -1 | cut -d: -f1)
+        if [ -n "$start" ] && [ "$sline" -gt "$start" ]; then during=1; fi
+    done <<< "$splats"
+    if [ $during = 0 ]; then
+        reasons=("boot splat, before the test started: $first" "${reasons[@]}")
+    else
+        reasons+=("kernel splat: $first")
+    fi
 fi
 [ $shell = 1 ] && exit 0
 if [ ${#reasons[@]} = 0 ]; then

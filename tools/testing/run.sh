@@ -103,13 +103,25 @@ for t in "${tests[@]}"; do
         pair) args+=(--pair) ;;
         *) die "$name: unknown topology '$topo'" ;;
     esac
-    rm -rf "$RRXE_OUT/logs/$variant/$name"
     echo "RUN  $name ($topo, timeout ${tmo}s)"
     t0=$(date +%s)
-    out=$("$repo/tools/qemu/run.sh" "${args[@]}" ${qemu_extra[@]+"${qemu_extra[@]}"} 2> "$RRXE_OUT/logs/$variant/$name.stderr")
-    rc=$?
+    # A splat during the guest's boot, before the test started, is not the
+    # test's result: boot once more (and keep the first boot's logs).
+    for attempt in 1 2; do
+        rm -rf "$RRXE_OUT/logs/$variant/$name"
+        out=$("$repo/tools/qemu/run.sh" "${args[@]}" ${qemu_extra[@]+"${qemu_extra[@]}"} 2> "$RRXE_OUT/logs/$variant/$name.stderr")
+        rc=$?
+        verdict=$(printf '%s\n' "$out" | tail -1)
+        case "$verdict" in
+            "FAIL boot splat"*) ;;
+            *) break ;;
+        esac
+        [ $attempt = 2 ] && break
+        echo "     ${verdict#FAIL }: booting again"
+        rm -rf "$RRXE_OUT/logs/$variant/$name.boot-splat"
+        mv "$RRXE_OUT/logs/$variant/$name" "$RRXE_OUT/logs/$variant/$name.boot-splat"
+    done
     secs=$(( $(date +%s) - t0 ))
-    verdict=$(printf '%s\n' "$out" | tail -1)
     mkdir -p "$RRXE_OUT/logs/$variant/$name"
     mv "$RRXE_OUT/logs/$variant/$name.stderr" "$RRXE_OUT/logs/$variant/$name/run.stderr"
     if [ $rc = 0 ] && [ "${verdict%% *}" = PASS ]; then

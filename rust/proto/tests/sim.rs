@@ -635,6 +635,13 @@ fn remote_access_error() {
         );
         assert_eq!(statuses(&sim, 1, true), [WrFlushErr], "seed {seed}");
         assert_eq!(sim.nodes[1].qp.state(), QpState::Error);
+        // The responder says why it failed (the driver raises
+        // IB_EVENT_QP_ACCESS_ERR from this); the requester's side did not.
+        assert_eq!(
+            sim.nodes[1].qp.responder_failure(),
+            Some(NakCode::RemoteAccessError)
+        );
+        assert_eq!(sim.nodes[0].qp.responder_failure(), None);
     }
 }
 
@@ -646,6 +653,10 @@ fn receive_too_small() {
     run_until_quiet(&mut sim);
     assert_eq!(statuses(&sim, 0, false), [WcStatus::RemInvReqErr]);
     assert_eq!(statuses(&sim, 1, true), [WcStatus::LocLenErr]);
+    assert_eq!(
+        sim.nodes[1].qp.responder_failure(),
+        Some(NakCode::InvalidRequest)
+    );
 }
 
 #[test]

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Completion queues: a ring of completions librxe polls in user space.
+//! Completion queues: a ring of completions, polled by librxe in user space
+//! (`struct ib_uverbs_wc` entries) or by an in-kernel caller through
+//! `poll_cq` (`struct ib_wc` entries, with the QP pointer ib_core expects).
 
 use crate::{
     device::RrxeDev,
     params as p,
-    queue::{Queue, Side},
+    queue::{KernelSide, Queue, Side},
     rdma::{
         bindings as b,
         driver,
@@ -14,13 +16,23 @@ use crate::{
     uapi::CQE_SIZE,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
-use kernel::{new_mutex, prelude::*, sync::Mutex};
+use kernel::{
+    new_mutex, new_spinlock_irq,
+    prelude::*,
+    sync::{Mutex, SpinLockIrq},
+};
 
 /// Driver data of a completion queue.
 #[pin_data]
 pub(crate) struct Cq {
+    /// The producer side (the datapath worker and the verbs).
     #[pin]
     ring: Mutex<Queue>,
+    /// For a kernel CQ, the consumer side `poll_cq` uses, possibly in atomic
+    /// context (hence a spinlock with interrupts off).
+    #[pin]
+    kernel: SpinLockIrq<Option<KernelSide>>,
+    is_kernel: bool,
     /// Armed notification (`IB_CQ_SOLICITED` / `IB_CQ_NEXT_COMP`).
     notify: AtomicU32,
 }
@@ -32,8 +44,12 @@ fn check_size(cqe: u32) -> Result {
     Ok(())
 }
 
+/// Bytes of a kernel completion entry.
+const KERNEL_CQE_SIZE: usize = core::mem::size_of::<b::ib_wc>();
+
 impl Cq {
-    /// Creates a CQ of at least `attr.cqe` entries mapped into the caller.
+    /// Creates a CQ of at least `attr.cqe` entries, mapped into the caller
+    /// if it is user space.
     pub(crate) fn new(
         attr: &b::ib_cq_init_attr,
         cqe: &mut u32,
@@ -42,21 +58,31 @@ impl Cq {
         if attr.flags != 0 {
             return Err(EOPNOTSUPP);
         }
-        if !udata.is_user() {
-            return Err(EOPNOTSUPP);
-        }
         check_size(attr.cqe)?;
-        let ring = Queue::new(udata, Side::Produce, attr.cqe, CQE_SIZE)?;
-        udata.write(&b::rxe_create_cq_resp { mi: ring.mminfo() })?;
+        let is_kernel = !udata.is_user();
+        let (ring, kside) = if is_kernel {
+            let ring = Queue::new_kernel(Side::Produce, attr.cqe, KERNEL_CQE_SIZE)?;
+            let kside = ring.kernel_side();
+            (ring, Some(kside))
+        } else {
+            let ring = Queue::new(udata, Side::Produce, attr.cqe, CQE_SIZE)?;
+            udata.write(&b::rxe_create_cq_resp { mi: ring.mminfo() })?;
+            (ring, None)
+        };
         *cqe = ring.capacity();
         Ok(try_pin_init!(Self {
             ring <- new_mutex!(ring),
+            kernel <- new_spinlock_irq!(kside),
+            is_kernel,
             notify: AtomicU32::new(0),
         }))
     }
 
     /// Resizes to at least `cqe` entries, keeping pending completions.
     pub(crate) fn resize(&self, cqe: u32, udata: &mut Udata) -> Result<u32> {
+        if self.is_kernel {
+            return Err(EOPNOTSUPP);
+        }
         check_size(cqe)?;
         let mut ring = self.ring.lock();
         let new = ring.resized(udata, cqe)?;
@@ -70,16 +96,66 @@ impl Cq {
     pub(crate) fn req_notify(&self, flags: u32) -> bool {
         self.notify
             .fetch_or(flags & b::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK, Ordering::AcqRel);
-        flags & b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0 && self.ring.lock().count() != 0
+        if flags & b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS == 0 {
+            return false;
+        }
+        if self.is_kernel {
+            // Possibly atomic context: only the consumer side's spinlock.
+            Option::as_ref(&*self.kernel.lock()).is_some_and(|k| k.count() != 0)
+        } else {
+            self.ring.lock().count() != 0
+        }
+    }
+
+    /// Takes completions for an in-kernel caller (`poll_cq`).
+    pub(crate) fn poll(&self, out: &mut [b::ib_wc]) -> usize {
+        let mut guard = self.kernel.lock();
+        let Some(k) = Option::as_mut(&mut *guard) else { return 0 };
+        let mut n = 0;
+        for wc in out.iter_mut() {
+            // SAFETY: A kernel CQ's ring only ever gets `ib_wc`s (`complete`).
+            let Some(v) = (unsafe { k.pop_value::<b::ib_wc>() }) else { break };
+            *wc = v;
+            n += 1;
+        }
+        n
     }
 }
 
-/// Adds a completion to `cq` and signals the completion event if the CQ was
-/// armed for it (`IB_CQ_NEXT_COMP`, or `IB_CQ_SOLICITED` for a solicited one).
-/// A full CQ drops the completion and returns `ENOSPC`.
-pub(crate) fn complete(cq: &driver::Cq<RrxeDev>, wc: &b::ib_uverbs_wc, solicited: bool) -> Result {
+/// The in-kernel form of a completion of the QP at `qp` (`struct ib_qp`).
+fn kernel_wc(wc: &b::ib_uverbs_wc, qp: usize) -> b::ib_wc {
+    let mut k = b::ib_wc {
+        status: wc.status,
+        opcode: wc.opcode,
+        vendor_err: wc.vendor_err,
+        byte_len: wc.byte_len,
+        qp: qp as *mut b::ib_qp,
+        src_qp: wc.src_qp,
+        slid: wc.slid.into(),
+        wc_flags: wc.wc_flags as i32,
+        pkey_index: wc.pkey_index,
+        sl: wc.sl,
+        dlid_path_bits: wc.dlid_path_bits,
+        port_num: wc.port_num.into(),
+        ..Default::default()
+    };
+    k.__bindgen_anon_1.wr_id = wc.wr_id;
+    // SAFETY: Both members of the union are 32-bit integers.
+    k.ex.invalidate_rkey = unsafe { wc.ex.invalidate_rkey };
+    k
+}
+
+/// Adds a completion to `cq` (of the QP whose `struct ib_qp` is at `qp`) and
+/// signals the completion event if the CQ was armed for it
+/// (`IB_CQ_NEXT_COMP`, or `IB_CQ_SOLICITED` for a solicited one). A full CQ
+/// drops the completion and returns `ENOSPC`.
+pub(crate) fn complete(cq: &driver::Cq<RrxeDev>, wc: &b::ib_uverbs_wc, qp: usize, solicited: bool) -> Result {
     let data = cq.data();
-    data.ring.lock().push(wc.as_bytes())?;
+    if data.is_kernel {
+        data.ring.lock().push_value(&kernel_wc(wc, qp))?;
+    } else {
+        data.ring.lock().push(wc.as_bytes())?;
+    }
     let armed = data.notify.load(Ordering::Acquire);
     let fire = armed & b::ib_cq_notify_flags_IB_CQ_NEXT_COMP != 0
         || (solicited && armed & b::ib_cq_notify_flags_IB_CQ_SOLICITED != 0);

@@ -8,6 +8,7 @@
 //! doorbell itself) synchronise with it through each QP's lock.
 
 use crate::{
+    ah::AhInfo,
     device,
     mem::Regions,
     net::{self, RxPacket},
@@ -34,6 +35,9 @@ pub(crate) struct Datapath {
     /// Every registered memory region of the device.
     #[pin]
     pub(crate) regions: Regions,
+    /// The addresses of user AHs by number (librxe names them so in WQEs).
+    #[pin]
+    ahs: Mutex<RBTree<u32, AhInfo>>,
     /// Packets dropped before reaching a QP (bad ICRC, unknown QP, malformed).
     pub(crate) rx_dropped: AtomicU64,
 }
@@ -46,6 +50,7 @@ impl Datapath {
                 netdev: netdev.into(),
                 qps <- new_mutex!(RBTree::new()),
                 regions <- Regions::new(),
+                ahs <- new_mutex!(RBTree::new()),
                 rx_dropped: AtomicU64::new(0),
             }),
             GFP_KERNEL,
@@ -66,6 +71,27 @@ impl Datapath {
     /// Makes QP `qpn` unreachable.
     pub(crate) fn remove_qp(&self, qpn: u32) {
         let _ = self.qps.lock().remove(&qpn);
+    }
+
+    /// Enters user AH `num`.
+    pub(crate) fn add_ah(&self, num: u32, info: AhInfo) -> Result {
+        self.ahs.lock().try_create_and_insert(num, info, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Removes user AH `num`.
+    pub(crate) fn remove_ah(&self, num: u32) {
+        let _ = self.ahs.lock().remove(&num);
+    }
+
+    /// The address of user AH `num`.
+    pub(crate) fn ah(&self, num: u32) -> Option<AhInfo> {
+        self.ahs.lock().get(&num).copied()
+    }
+
+    /// Whether a QP numbered `qpn` exists.
+    pub(crate) fn has_qp(&self, qpn: u32) -> bool {
+        self.qps.lock().get(&qpn).is_some()
     }
 
     fn qp(&self, qpn: u32) -> Option<Arc<QpCore>> {
@@ -103,16 +129,43 @@ fn receive(pkt: &RxPacket, now: u64) {
     if icrc::verify_ip_packet(&mut path::crc32, ip).is_err() {
         return dp.drop_packet();
     }
-    let Ok((_, _, payload)) = icrc::split_ip_packet(ip) else {
+    let Ok((hdr, _, payload)) = icrc::split_ip_packet(ip) else {
         return dp.drop_packet();
     };
     let Ok(p) = parse(payload) else {
         return dp.drop_packet();
     };
+    let ip_hdr = match hdr {
+        icrc::IpHeader::V4(h) | icrc::IpHeader::V6(h) => h,
+    };
     match dp.qp(p.hdr.bth.dest_qpn) {
-        Some(qp) => qp.service(dp, now, Some(&p)),
+        Some(qp) => qp.service(dp, now, Some((&p, ip_hdr))),
         None => dp.drop_packet(),
     }
+}
+
+/// The deadline (µs) the timer is armed for, `u64::MAX` for none.
+static ARMED: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Arms the timer for `deadline` unless it is already due no later.
+pub(crate) fn arm_for(deadline: u64) {
+    if deadline == u64::MAX || ARMED.fetch_min(deadline, Ordering::AcqRel) <= deadline {
+        return;
+    }
+    arm_timer_at(deadline);
+}
+
+fn arm_timer_at(deadline: u64) {
+    let us = deadline.saturating_sub(now_us());
+    let ms = u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX);
+    net::arm_timer(kernel::time::msecs_to_jiffies(ms));
+}
+
+/// Serves a user QP's send doorbell right away, in the calling task: saves
+/// the worker's wake-up on the latency path.
+pub(crate) fn serve_now(dp: &Datapath, qp: &QpCore) {
+    qp.service(dp, now_us(), None);
+    arm_for(qp.deadline());
 }
 
 /// The worker (see the module documentation).
@@ -136,9 +189,9 @@ pub(crate) extern "C" fn run() {
             next = next.min(qp.deadline());
         }
     }
+    // The worker saw every QP: its minimum replaces whatever was armed.
+    ARMED.store(next, Ordering::Release);
     if next != u64::MAX {
-        let us = next.saturating_sub(now_us());
-        let ms = u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX);
-        net::arm_timer(kernel::time::msecs_to_jiffies(ms));
+        arm_timer_at(next);
     }
 }

@@ -9,6 +9,17 @@ use crate::{
 };
 use kernel::{new_mutex, prelude::*, rbtree::RBTree, sync::Mutex};
 
+/// What a region's addresses name.
+pub(crate) enum Memory {
+    /// Pinned user pages.
+    User(Umem),
+    /// All of kernel memory by virtual address: the DMA region of a kernel
+    /// PD (`get_dma_mr`), whose local key in-kernel callers put in their
+    /// SGEs with the addresses `ib_dma_map_*` gave them (rrxe uses virtual
+    /// DMA: `ib_uses_virt_dma`). Local access only.
+    KernelDma,
+}
+
 /// A registered region as the datapath sees it.
 pub(crate) struct Region {
     /// Full key (index and variant); a stale key does not match.
@@ -19,8 +30,8 @@ pub(crate) struct Region {
     pub(crate) iova: u64,
     /// `IB_ACCESS_*` flags.
     pub(crate) access: u32,
-    /// The pinned pages.
-    pub(crate) umem: Umem,
+    /// The memory.
+    pub(crate) mem: Memory,
 }
 
 /// The regions of a device by key index. Every access happens under the
@@ -67,6 +78,9 @@ pub(crate) struct PdMemory<'a> {
 }
 
 fn allowed(r: &Region, access: Access) -> bool {
+    if matches!(r.mem, Memory::KernelDma) {
+        return matches!(access, Access::LocalRead | Access::LocalWrite);
+    }
     let need = match access {
         Access::LocalRead => return true,
         Access::LocalWrite => b::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
@@ -95,7 +109,11 @@ impl PdMemory<'_> {
         }
         let off = va.checked_sub(r.iova).ok_or(MemError::OutOfRange)?;
         let end = off.checked_add(len).ok_or(MemError::OutOfRange)?;
-        if end > r.umem.len() as u64 {
+        let size = match &r.mem {
+            Memory::User(umem) => umem.len() as u64,
+            Memory::KernelDma => u64::MAX,
+        };
+        if end > size {
             return Err(MemError::OutOfRange);
         }
         f(r, off as usize)
@@ -114,8 +132,15 @@ impl MemoryAccess for PdMemory<'_> {
         if buf.is_empty() {
             return Ok(());
         }
-        self.with(key, va, buf.len() as u64, access, |r, off| {
-            r.umem.read(off, buf).map_err(|_| MemError::OutOfRange)
+        self.with(key, va, buf.len() as u64, access, |r, off| match &r.mem {
+            Memory::User(umem) => umem.read(off, buf).map_err(|_| MemError::OutOfRange),
+            Memory::KernelDma => {
+                // SAFETY: A DMA key is only usable by in-kernel callers of
+                // this PD (user space cannot get one), and the verbs contract
+                // makes them name memory they own and keep until completion.
+                unsafe { core::ptr::copy_nonoverlapping(off as *const u8, buf.as_mut_ptr(), buf.len()) };
+                Ok(())
+            }
         })
     }
 
@@ -123,8 +148,13 @@ impl MemoryAccess for PdMemory<'_> {
         if data.is_empty() {
             return Ok(());
         }
-        self.with(key, va, data.len() as u64, access, |r, off| {
-            r.umem.write(off, data).map_err(|_| MemError::OutOfRange)
+        self.with(key, va, data.len() as u64, access, |r, off| match &r.mem {
+            Memory::User(umem) => umem.write(off, data).map_err(|_| MemError::OutOfRange),
+            Memory::KernelDma => {
+                // SAFETY: As in `read`.
+                unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), off as *mut u8, data.len()) };
+                Ok(())
+            }
         })
     }
 
@@ -132,8 +162,9 @@ impl MemoryAccess for PdMemory<'_> {
         if va % 8 != 0 {
             return Err(MemError::Misaligned);
         }
-        self.with(rkey, va, 8, Access::RemoteAtomic, |r, off| {
-            r.umem.atomic_u64(off, |old| op.apply(old)).map_err(|_| MemError::Misaligned)
+        self.with(rkey, va, 8, Access::RemoteAtomic, |r, off| match &r.mem {
+            Memory::User(umem) => umem.atomic_u64(off, |old| op.apply(old)).map_err(|_| MemError::Misaligned),
+            Memory::KernelDma => Err(MemError::AccessDenied),
         })
     }
 }

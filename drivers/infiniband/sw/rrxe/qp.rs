@@ -15,27 +15,32 @@ use crate::{
     index::Index,
     params as p,
     path::{self, Path},
-    mem::PdMemory,
     proto::{
-        opcode::mask, Access, AtomicOp, CompletionSink, Env, MemError, MemoryAccess, Packet, QpConfig, QpState,
-        SendWr, TxSink, WcOpcode, WcStatus, WorkCompletion,
+        opcode::mask, CompletionSink, Env, NakCode, Packet, QpConfig, QpState, TxSink, WcOpcode, WcStatus,
+        WorkCompletion,
     },
-    queue::{Queue, Side},
+    queue::{KernelSide, Queue, Side},
+    staging::Staging,
+    ud::{self, Ud, UdQp},
     rdma::{
         bindings as b,
         driver::{CqRef, SrqRef},
-        qp::{modify_is_ok, QpAttr, QpInit},
+        qp::{modify_is_ok, QpAttr, QpEvents, QpInit},
         udata::Udata,
+        wr::{RecvWr as KRecvWr, SendWr as KSendWr},
     },
     uapi::{RECV_WQE_HDR, SEND_WQE_HDR, SGE_SIZE},
     wqe,
     RrxeDev,
 };
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::{
+    cell::Cell,
+    sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
+};
 use kernel::{
-    new_mutex,
+    new_mutex, new_spinlock_irq,
     prelude::*,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, SpinLockIrq},
 };
 
 /// The RC engine of the protocol core: 8 send WQEs in flight, 2 receive
@@ -57,53 +62,13 @@ struct Attrs(b::ib_qp_attr);
 // cleared before storing and never dereferenced; the rest is plain data.
 unsafe impl Send for Attrs {}
 
-/// Inline data slots: twice the engine's send depth, so a slot is reused
-/// only after the WQE that used it has completed (RC completes in order).
-const INLINE_SLOTS: usize = 16;
-
 /// A connected RC QP's engine and where its packets go.
 struct Conn {
     rc: KBox<RcEngine>,
     path: Path,
     scratch: KVec<u8>,
-    /// Inline data of send WQEs in the engine, `INLINE_SLOTS` × `MAX_INLINE`
-    /// bytes, read back through `wqe::INLINE_KEY` (retransmissions too).
-    inline: KVec<u8>,
-    next_inline: usize,
-}
-
-/// The memory a QP's engine reaches: its PD's regions and its inline store.
-struct QpMemory<'a> {
-    pd: PdMemory<'a>,
-    inline: &'a [u8],
-}
-
-impl MemoryAccess for QpMemory<'_> {
-    fn check(&mut self, key: u32, va: u64, len: u32, access: Access) -> Result<(), MemError> {
-        if key == wqe::INLINE_KEY && access == Access::LocalRead {
-            let end = va.checked_add(len.into()).ok_or(MemError::OutOfRange)?;
-            return if end <= self.inline.len() as u64 { Ok(()) } else { Err(MemError::OutOfRange) };
-        }
-        self.pd.check(key, va, len, access)
-    }
-
-    fn read(&mut self, key: u32, va: u64, buf: &mut [u8], access: Access) -> Result<(), MemError> {
-        if key == wqe::INLINE_KEY && access == Access::LocalRead {
-            let start = usize::try_from(va).map_err(|_| MemError::OutOfRange)?;
-            let src = self.inline.get(start..start + buf.len()).ok_or(MemError::OutOfRange)?;
-            buf.copy_from_slice(src);
-            return Ok(());
-        }
-        self.pd.read(key, va, buf, access)
-    }
-
-    fn write(&mut self, key: u32, va: u64, data: &[u8], access: Access) -> Result<(), MemError> {
-        self.pd.write(key, va, data, access)
-    }
-
-    fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError> {
-        self.pd.atomic(rkey, va, op)
-    }
+    /// Inline data and long SGE lists of the requests in the engine.
+    staging: Staging,
 }
 
 /// Everything of a QP that exists until `destroy_qp`.
@@ -119,6 +84,10 @@ struct Live {
     sgid: [u8; 16],
     /// RC QPs from RTR on.
     conn: Option<Conn>,
+    /// UD and GSI QPs from RTR on.
+    ud: Option<Ud>,
+    /// Where the QP's asynchronous events go.
+    events: QpEvents,
 }
 
 /// The part of a QP the datapath worker shares.
@@ -133,15 +102,30 @@ pub(crate) struct QpCore {
     doorbell: AtomicBool,
     /// When the engine's next timer expires (µs), `u64::MAX` for never.
     deadline: AtomicU64,
+    /// Address of the `struct ib_qp`, for completions of kernel CQs.
+    ibqp: usize,
+    /// The QP belongs to an in-kernel caller.
+    kernel: bool,
+    /// The QP state (`enum ib_qp_state`), mirrored for lock-free checks.
+    state: AtomicU32,
+    /// Most SGEs per send and receive request.
+    max_sge: (u32, u32),
     #[pin]
     live: Mutex<Option<Live>>,
+    /// Kernel QPs: the producer sides of the send and receive rings, used by
+    /// `post_send`/`post_recv` in any context.
+    #[pin]
+    ksq: SpinLockIrq<Option<KernelSide>>,
+    #[pin]
+    krq: SpinLockIrq<Option<KernelSide>>,
 }
 
 /// Driver data of a queue pair.
 #[pin_data]
 pub(crate) struct Qp {
-    /// Owns the QP number (ib_qp.qp_num) until the QP is destroyed.
-    num: Index,
+    /// Owns the QP number (ib_qp.qp_num) until the QP is destroyed; the GSI
+    /// QP is number 1 and owns no index.
+    _num: Option<Index>,
     cap: b::ib_qp_cap,
     core: Arc<QpCore>,
     dp: Arc<Datapath>,
@@ -159,22 +143,32 @@ struct Completions<'a> {
     recv_cq: &'a CqRef<RrxeDev>,
     qpn: u32,
     src_qp: u32,
+    ibqp: usize,
+    /// A completion did not fit: the QP must stop (see `run_engine`).
+    overflow: &'a Cell<bool>,
 }
 
-fn complete_or_report(cq: &CqRef<RrxeDev>, wc: &b::ib_uverbs_wc) {
-    if cq::complete(cq, wc, false).is_err() {
-        // The CQ overran: the consumer is told, as the spec asks.
+/// Adds a completion; `false` if the CQ overran (the consumer is then told
+/// with `IB_EVENT_CQ_ERR`, as the spec asks).
+fn complete_or_report(cq: &CqRef<RrxeDev>, wc: &b::ib_uverbs_wc, ibqp: usize) -> bool {
+    if cq::complete(cq, wc, ibqp, false).is_err() {
         cq.error_event();
+        return false;
     }
+    true
 }
 
 impl CompletionSink for Completions<'_> {
     fn send_completion(&mut self, wc: &WorkCompletion) {
-        complete_or_report(self.send_cq, &wqe::completion(wc, self.qpn, self.src_qp));
+        if !complete_or_report(self.send_cq, &wqe::completion(wc, self.qpn, self.src_qp), self.ibqp) {
+            self.overflow.set(true);
+        }
     }
 
     fn recv_completion(&mut self, wc: &WorkCompletion) {
-        complete_or_report(self.recv_cq, &wqe::completion(wc, self.qpn, self.src_qp));
+        if !complete_or_report(self.recv_cq, &wqe::completion(wc, self.qpn, self.src_qp), self.ibqp) {
+            self.overflow.set(true);
+        }
     }
 }
 
@@ -216,14 +210,14 @@ fn flushed(wr_id: u64, qpn: u32) -> b::ib_uverbs_wc {
 
 /// Completes every work request still in the rings with `IB_WC_WR_FLUSH_ERR`,
 /// receives into the receive CQ and sends into the send CQ, in order.
-fn flush_rings(live: &mut Live, qpn: u32) {
+fn flush_rings(live: &mut Live, qpn: u32, ibqp: usize) {
     if let Some(rq) = &mut live.rq {
         while let Some(wr_id) = rq.pop_wr_id() {
-            complete_or_report(&live.recv_cq, &flushed(wr_id, qpn));
+            complete_or_report(&live.recv_cq, &flushed(wr_id, qpn), ibqp);
         }
     }
     while let Some(wr_id) = live.sq.pop_wr_id() {
-        complete_or_report(&live.send_cq, &flushed(wr_id, qpn));
+        complete_or_report(&live.send_cq, &flushed(wr_id, qpn), ibqp);
     }
 }
 
@@ -237,7 +231,7 @@ fn timeout_us(code: u8) -> u64 {
 }
 
 /// Takes the next receive WQE from the QP's own ring or its SRQ.
-fn take_recv(rq: &mut Option<Queue>, srq: &Option<SrqRef<RrxeDev>>, buf: &mut [u8]) -> bool {
+pub(crate) fn take_recv(rq: &mut Option<Queue>, srq: &Option<SrqRef<RrxeDev>>, buf: &mut [u8]) -> bool {
     if let Some(rq) = rq {
         if rq.peek(buf) {
             rq.advance();
@@ -259,93 +253,97 @@ impl QpCore {
     /// QP is not connected.
     fn run_engine(&self, live: &mut Live, dp: &Datapath, now: u64, pkt: Option<&Packet<'_>>) -> Option<(u64, bool, bool)> {
         let Live { attrs, sq, rq, srq, send_cq, recv_cq, conn, .. } = live;
-        let Conn { rc, path, scratch, inline, next_inline } = conn.as_mut()?;
-        // Inline data is copied into the store before the engine sees the WQE.
-        let mut buf = [0u8; wqe::SEND_WQE_READ];
-        let mut staged: Option<SendWr> = None;
-        if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS && rc.state() == QpState::Rts && rc.send_room() > 0 && sq.peek(&mut buf) {
-            if let Ok((mut wr, Some(data))) = wqe::send_wr(&buf, self.sq_sig_all) {
-                let off = (*next_inline % INLINE_SLOTS) * wqe::MAX_INLINE;
-                if let Some(dst) = inline.get_mut(off..off + data.len()) {
-                    dst.copy_from_slice(data);
-                    wr.sge.addr = off as u64;
-                    *next_inline = next_inline.wrapping_add(1);
-                    staged = Some(wr);
-                }
-            }
-        }
-        let mut mem = QpMemory {
-            pd: dp.regions.for_pd(self.pd),
-            inline,
-        };
+        let Conn { rc, path, scratch, staging } = conn.as_mut()?;
+        let overflow = Cell::new(false);
         let mut tx = Tx { path, dp, scratch, len: 0 };
         let mut comps = Completions {
             send_cq,
             recv_cq,
             qpn: self.qpn,
             src_qp: rc.config().dest_qpn,
+            ibqp: self.ibqp,
+            overflow: &overflow,
         };
-        let mut env = Env {
-            now_us: now,
-            mem: &mut mem,
-            tx: &mut tx,
-            cq: &mut comps,
+        // The engine's environment, lent anew after each change to `staging`.
+        macro_rules! env {
+            ($mem:ident) => {
+                Env {
+                    now_us: now,
+                    mem: &mut $mem,
+                    tx: &mut tx,
+                    cq: &mut comps,
+                }
+            };
+        }
+        let op_err = |wr_id, opcode| WorkCompletion {
+            wr_id,
+            status: WcStatus::LocQpOpErr,
+            opcode,
+            byte_len: 0,
+            imm: None,
+            invalidated_rkey: None,
+            qpn: self.qpn,
         };
         if let Some(pkt) = pkt {
             if pkt.info.has(mask::RWR) && rc.recv_queued() == 0 {
-                let mut buf = [0u8; wqe::RECV_WQE_READ];
+                let mut buf = [0u8; wqe::RECV_WQE_READ_ALL];
                 if take_recv(rq, srq, &mut buf) {
-                    match wqe::recv_wr(&buf) {
+                    let wr = match wqe::recv_wr(&buf) {
+                        Ok((wr, None)) => Ok(wr),
+                        Ok((mut wr, Some(list))) => match staging.stage_recv(list) {
+                            Some(sge) => {
+                                wr.sge = sge;
+                                Ok(wr)
+                            }
+                            None => Err(wr.wr_id),
+                        },
+                        Err(wr_id) => Err(wr_id),
+                    };
+                    let mut mem = staging.memory(dp.regions.for_pd(self.pd));
+                    let mut env = env!(mem);
+                    match wr {
                         Ok(wr) => {
                             let _ = rc.post_recv(&mut env, wr);
                         }
-                        Err(wr_id) => env.cq.recv_completion(&WorkCompletion {
-                            wr_id,
-                            status: WcStatus::LocQpOpErr,
-                            opcode: WcOpcode::Recv,
-                            byte_len: 0,
-                            imm: None,
-                            invalidated_rkey: None,
-                            qpn: self.qpn,
-                        }),
+                        Err(wr_id) => env.cq.recv_completion(&op_err(wr_id, WcOpcode::Recv)),
                     }
                 }
             }
+            let mut mem = staging.memory(dp.regions.for_pd(self.pd));
+            let mut env = env!(mem);
             rc.on_packet(&mut env, pkt);
+            if overflow.get() {
+                // A completion was lost: stop before anything (an ACK of the
+                // request it belonged to, say) tells the peer otherwise.
+                rc.abort(&mut env);
+            }
         }
         if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS && rc.state() == QpState::Rts {
-            // One inline WQE per call (its data had to be staged before the
-            // store was lent to `env`); any number of others.
+            let mut buf = [0u8; wqe::SEND_WQE_READ];
             while rc.send_room() > 0 && sq.peek(&mut buf) {
-                let posted = match wqe::send_wr(&buf, self.sq_sig_all) {
-                    Ok((_, Some(_))) => match staged.take() {
-                        Some(wr) => rc.post_send(&mut env, wr).map_err(|_| wr.wr_id),
-                        None => {
-                            // Come back for the next inline WQE.
-                            self.doorbell.store(true, Ordering::Release);
-                            crate::net::kick();
-                            break;
+                sq.advance();
+                let wr = match wqe::send_wr(&buf, self.sq_sig_all) {
+                    Ok((mut wr, extra)) => match staging.stage_send(wr.sge, extra) {
+                        Some(sge) => {
+                            wr.sge = sge;
+                            Ok(wr)
                         }
+                        None => Err(wr.wr_id),
                     },
-                    Ok((wr, None)) => rc.post_send(&mut env, wr).map_err(|_| wr.wr_id),
                     Err(bad) => Err(bad.wr_id),
                 };
-                sq.advance();
+                let mut mem = staging.memory(dp.regions.for_pd(self.pd));
+                let mut env = env!(mem);
+                let posted = wr.and_then(|wr| rc.post_send(&mut env, wr).map_err(|_| wr.wr_id));
                 if let Err(wr_id) = posted {
-                    env.cq.send_completion(&WorkCompletion {
-                        wr_id,
-                        status: WcStatus::LocQpOpErr,
-                        opcode: WcOpcode::Send,
-                        byte_len: 0,
-                        imm: None,
-                        invalidated_rkey: None,
-                        qpn: self.qpn,
-                    });
+                    env.cq.send_completion(&op_err(wr_id, WcOpcode::Send));
                     rc.enter_error(&mut env);
                     break;
                 }
             }
         }
+        let mut mem = staging.memory(dp.regions.for_pd(self.pd));
+        let mut env = env!(mem);
         if rc.next_deadline().is_some_and(|d| d <= now) {
             rc.on_timer(&mut env);
         }
@@ -369,16 +367,38 @@ impl QpCore {
 
     /// Runs the engine: hands it `pkt` if any, feeds it the send queue, fires
     /// its timers and sends what it has to send.
-    pub(crate) fn service(&self, dp: &Datapath, now: u64, pkt: Option<&Packet<'_>>) {
+    pub(crate) fn service(&self, dp: &Datapath, now: u64, rx: Option<(&Packet<'_>, &[u8])>) {
         self.doorbell.store(false, Ordering::Release);
         let mut guard = self.live.lock();
         let Some(live) = Option::as_mut(&mut *guard) else { return };
+        if live.attrs.0.qp_state == b::ib_qp_state_IB_QPS_ERR {
+            // Requests posted after the QP failed (kernel callers post and
+            // ring without a lock; user space's are flushed by the doorbell).
+            flush_rings(live, self.qpn, self.ibqp);
+            return;
+        }
+        if self.qp_type == b::ib_qp_type_IB_QPT_UD || self.qp_type == b::ib_qp_type_IB_QPT_GSI {
+            return self.serve_ud(live, dp, rx);
+        }
+        let pkt = rx.map(|(p, _)| p);
         let Some((deadline, failed, more)) = self.run_engine(live, dp, now, pkt) else { return };
         self.deadline.store(deadline, Ordering::Relaxed);
         if failed && live.attrs.0.qp_state != b::ib_qp_state_IB_QPS_ERR {
             live.attrs.0.qp_state = b::ib_qp_state_IB_QPS_ERR;
             live.attrs.0.cur_qp_state = b::ib_qp_state_IB_QPS_ERR;
-            flush_rings(live, self.qpn);
+            self.state.store(b::ib_qp_state_IB_QPS_ERR, Ordering::Release);
+            flush_rings(live, self.qpn, self.ibqp);
+            // An error the responder found has no completion of its own to
+            // report it (IB spec C9-222.1 and friends): an event does.
+            let event = match live.conn.as_ref().and_then(|c| c.rc.responder_failure()) {
+                Some(NakCode::RemoteAccessError) => Some(b::ib_event_type_IB_EVENT_QP_ACCESS_ERR),
+                Some(NakCode::InvalidRequest) => Some(b::ib_event_type_IB_EVENT_QP_REQ_ERR),
+                Some(NakCode::RemoteOpError) => Some(b::ib_event_type_IB_EVENT_QP_FATAL),
+                _ => None,
+            };
+            if let Some(event) = event {
+                live.events.raise(event);
+            }
         }
         if more {
             // Budget used up with work left: come back.
@@ -388,11 +408,37 @@ impl QpCore {
     }
 }
 
+impl QpCore {
+    /// The UD/GSI part of [`QpCore::service`].
+    fn serve_ud(&self, live: &mut Live, dp: &Datapath, rx: Option<(&Packet<'_>, &[u8])>) {
+        let Live { attrs, sq, rq, srq, send_cq, recv_cq, ud, .. } = live;
+        let Some(ud) = ud.as_mut() else { return };
+        let qp = UdQp {
+            qpn: self.qpn,
+            ibqp: self.ibqp,
+            qkey: attrs.0.qkey,
+            sig_all: self.sq_sig_all,
+            kernel: self.kernel,
+            send_cq,
+            recv_cq,
+        };
+        let mut mem = dp.regions.for_pd(self.pd);
+        if let Some((pkt, ip)) = rx {
+            if !ud::receive(&qp, rq, srq, &mut mem, pkt, ip) {
+                dp.rx_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS {
+            ud::send_all(&qp, ud, sq, dp, &mut mem);
+        }
+    }
+}
+
 impl Qp {
     /// Creates a QP with its rings mapped into the caller.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        num: Index,
+        num: Option<Index>,
         pd: usize,
         dp: &Arc<Datapath>,
         init: &mut QpInit<'_>,
@@ -405,12 +451,28 @@ impl Qp {
             return Err(EOPNOTSUPP);
         }
         let qp_type = init.qp_type();
-        if ![b::ib_qp_type_IB_QPT_RC, b::ib_qp_type_IB_QPT_UC, b::ib_qp_type_IB_QPT_UD].contains(&qp_type) {
+        let kernel = !udata.is_user();
+        let gsi = qp_type == b::ib_qp_type_IB_QPT_GSI;
+        let types = [b::ib_qp_type_IB_QPT_RC, b::ib_qp_type_IB_QPT_UC, b::ib_qp_type_IB_QPT_UD];
+        // Only ib_core's MAD layer creates the GSI QP, in the kernel.
+        if !(types.contains(&qp_type) || (gsi && kernel)) {
             return Err(EOPNOTSUPP);
         }
         // librxe sends no driver request; anything else is not ours.
-        if !udata.is_user() || udata.inlen() != 0 {
+        if udata.inlen() != 0 {
             return Err(EINVAL);
+        }
+        // A kernel QP's receives come from its own ring (no kernel SRQs).
+        if kernel && srq.is_some() {
+            return Err(EOPNOTSUPP);
+        }
+        let qpn = match &num {
+            Some(n) => n.get(),
+            None if gsi => 1,
+            None => return Err(EINVAL),
+        };
+        if gsi && dp.has_qp(qpn) {
+            return Err(EBUSY);
         }
         let sq_sig_all = init.sq_sig_all();
         let cap = init.cap();
@@ -424,22 +486,33 @@ impl Qp {
 
         // A send slot holds the WQE header and either the SGEs or inline data.
         let payload = (cap.max_send_sge as usize * SGE_SIZE).max(cap.max_inline_data as usize);
-        let sq = Queue::new(udata, Side::Consume, cap.max_send_wr, SEND_WQE_HDR + payload)?;
+        let ring = |n, elem| {
+            if kernel {
+                Queue::new_kernel(Side::Consume, n, elem)
+            } else {
+                Queue::new(udata, Side::Consume, n, elem)
+            }
+        };
+        let sq = ring(cap.max_send_wr, SEND_WQE_HDR + payload)?;
         cap.max_send_wr = sq.capacity();
         cap.max_send_sge = (payload / SGE_SIZE) as u32;
         cap.max_inline_data = payload as u32;
         let rq = if srq.is_some() {
             None
         } else {
-            let rq = Queue::new(udata, Side::Consume, cap.max_recv_wr, RECV_WQE_HDR + cap.max_recv_sge as usize * SGE_SIZE)?;
+            let rq = ring(cap.max_recv_wr, RECV_WQE_HDR + cap.max_recv_sge as usize * SGE_SIZE)?;
             cap.max_recv_wr = rq.capacity();
             Some(rq)
         };
-        let resp = b::rxe_create_qp_resp {
-            rq_mi: rq.as_ref().map(Queue::mminfo).unwrap_or_default(),
-            sq_mi: sq.mminfo(),
-        };
-        udata.write(&resp)?;
+        if !kernel {
+            let resp = b::rxe_create_qp_resp {
+                rq_mi: rq.as_ref().map(Queue::mminfo).unwrap_or_default(),
+                sq_mi: sq.mminfo(),
+            };
+            udata.write(&resp)?;
+        }
+        let ksq = kernel.then(|| sq.kernel_side());
+        let krq = if kernel { rq.as_ref().map(Queue::kernel_side) } else { None };
 
         let mut attrs = b::ib_qp_attr {
             qp_state: b::ib_qp_state_IB_QPS_RESET,
@@ -450,7 +523,6 @@ impl Qp {
         };
         attrs.cap = *cap;
         let cap = *cap;
-        let qpn = num.get();
         let live = Live {
             attrs: Attrs(attrs),
             sq,
@@ -460,6 +532,8 @@ impl Qp {
             recv_cq,
             sgid: [0; 16],
             conn: None,
+            ud: None,
+            events: init.event_target(),
         };
         let core = Arc::pin_init(
             pin_init!(QpCore {
@@ -469,13 +543,19 @@ impl Qp {
                 pd,
                 doorbell: AtomicBool::new(false),
                 deadline: AtomicU64::new(u64::MAX),
+                ibqp: init.qp_addr(),
+                kernel,
+                state: AtomicU32::new(b::ib_qp_state_IB_QPS_RESET),
+                max_sge: (cap.max_send_sge, cap.max_recv_sge),
                 live <- new_mutex!(Some(live)),
+                ksq <- new_spinlock_irq!(ksq),
+                krq <- new_spinlock_irq!(krq),
             }),
             GFP_KERNEL,
         )?;
         dp.add_qp(qpn, core.clone())?;
         let dp = dp.clone();
-        Ok(try_pin_init!(Self { num, cap, core, dp }))
+        Ok(try_pin_init!(Self { _num: num, cap, core, dp }))
     }
 
     /// Validates `attr`/`mask` and applies them (`modify_qp`).
@@ -590,9 +670,11 @@ impl Qp {
     /// Moves the QP's datapath along a state transition already validated.
     fn enter(&self, st: &mut Live, cur: u32, next: u32) -> Result {
         let is_rc = self.core.qp_type == b::ib_qp_type_IB_QPT_RC;
+        let is_ud = self.core.qp_type == b::ib_qp_type_IB_QPT_UD || self.core.qp_type == b::ib_qp_type_IB_QPT_GSI;
         match next {
             b::ib_qp_state_IB_QPS_RESET => {
                 st.conn = None;
+                st.ud = None;
                 st.sq.clear();
                 if let Some(rq) = &st.rq {
                     rq.clear();
@@ -600,6 +682,9 @@ impl Qp {
             }
             b::ib_qp_state_IB_QPS_RTR if is_rc && cur == b::ib_qp_state_IB_QPS_INIT => {
                 st.conn = Some(self.connect(st)?);
+            }
+            b::ib_qp_state_IB_QPS_RTR if is_ud && st.ud.is_none() => {
+                st.ud = Some(Ud::new()?);
             }
             b::ib_qp_state_IB_QPS_RTS if cur == b::ib_qp_state_IB_QPS_RTR => {
                 let a = &st.attrs.0;
@@ -616,18 +701,18 @@ impl Qp {
                 }
             }
             b::ib_qp_state_IB_QPS_ERR => {
-                if let Some(Conn { rc, path, scratch, inline, .. }) = &mut st.conn {
+                if let Some(Conn { rc, path, scratch, staging }) = &mut st.conn {
                     // Work requests the engine holds are older than the rings'.
-                    let mut mem = QpMemory {
-                        pd: self.dp.regions.for_pd(self.core.pd),
-                        inline,
-                    };
+                    let mut mem = staging.memory(self.dp.regions.for_pd(self.core.pd));
                     let mut tx = Tx { path, dp: &self.dp, scratch, len: 0 };
+                    let overflow = Cell::new(false);
                     let mut comps = Completions {
                         send_cq: &st.send_cq,
                         recv_cq: &st.recv_cq,
                         qpn: self.core.qpn,
                         src_qp: rc.config().dest_qpn,
+                        ibqp: self.core.ibqp,
+                        overflow: &overflow,
                     };
                     let mut env = Env {
                         now_us: crate::datapath::now_us(),
@@ -635,14 +720,15 @@ impl Qp {
                         tx: &mut tx,
                         cq: &mut comps,
                     };
-                    rc.enter_error(&mut env);
+                    rc.abort(&mut env);
                 }
-                flush_rings(st, self.core.qpn);
+                flush_rings(st, self.core.qpn, self.core.ibqp);
             }
             _ => {}
         }
         st.attrs.0.qp_state = next;
         st.attrs.0.cur_qp_state = next;
+        self.core.state.store(next, Ordering::Release);
         Ok(())
     }
 
@@ -670,39 +756,70 @@ impl Qp {
             min_rnr_timer: a.min_rnr_timer & 0x1f,
             timeout_us: timeout_us(a.timeout),
             max_rd_atomic: a.max_rd_atomic.clamp(1, MAX_RD_ATOMIC),
-            max_inflight_pkts: 64,
+            max_inflight_pkts: 256,
         };
         let rc = KBox::new(RcEngine::new(cfg).map_err(|_| EINVAL)?, GFP_KERNEL)?;
         let mut scratch = KVec::with_capacity(SCRATCH, GFP_KERNEL)?;
         scratch.resize(SCRATCH, 0, GFP_KERNEL)?;
-        let mut inline = KVec::with_capacity(INLINE_SLOTS * wqe::MAX_INLINE, GFP_KERNEL)?;
-        inline.resize(INLINE_SLOTS * wqe::MAX_INLINE, 0, GFP_KERNEL)?;
         Ok(Conn {
             rc,
             path,
             scratch,
-            inline,
-            next_inline: 0,
+            staging: Staging::new()?,
         })
     }
 
-    /// User space posted send work requests: the worker takes them from the
-    /// ring. Before RTS that is an error; in the error state they are flushed.
+    /// Send work requests wait in the ring (user space wrote them, or
+    /// `post_send` did): the worker takes them. Before RTS that is an error;
+    /// in the error state they are flushed. Lock-free for kernel QPs, whose
+    /// callers may be in atomic context.
     pub(crate) fn doorbell(&self) -> Result {
-        {
-            let mut guard = self.core.live.lock();
-            let st = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
-            match st.attrs.0.qp_state {
-                b::ib_qp_state_IB_QPS_RTS | b::ib_qp_state_IB_QPS_SQD => {}
-                b::ib_qp_state_IB_QPS_ERR => {
-                    flush_rings(st, self.core.qpn);
-                    return Ok(());
-                }
-                _ => return Err(EINVAL),
+        match self.core.state.load(Ordering::Acquire) {
+            b::ib_qp_state_IB_QPS_RTS | b::ib_qp_state_IB_QPS_SQD => {}
+            b::ib_qp_state_IB_QPS_ERR if !self.core.kernel => {
+                let mut guard = self.core.live.lock();
+                let st = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
+                flush_rings(st, self.core.qpn, self.core.ibqp);
+                return Ok(());
             }
+            // The worker flushes a kernel QP's requests when it serves it.
+            b::ib_qp_state_IB_QPS_ERR => {}
+            _ => return Err(EINVAL),
         }
-        self.core.doorbell.store(true, Ordering::Release);
-        crate::net::kick();
+        if self.core.kernel {
+            // Possibly atomic context: the worker serves it.
+            self.core.doorbell.store(true, Ordering::Release);
+            crate::net::kick();
+        } else {
+            crate::datapath::serve_now(&self.dp, &self.core);
+        }
+        Ok(())
+    }
+
+    /// Queues a send request of an in-kernel caller (`ib_post_send`).
+    pub(crate) fn post_send(&self, wr: &KSendWr<'_, RrxeDev>) -> Result {
+        let state = self.core.state.load(Ordering::Acquire);
+        if state < b::ib_qp_state_IB_QPS_RTS {
+            return Err(EINVAL);
+        }
+        let mut wqe = [0u8; wqe::SEND_WQE_READ];
+        wqe::kernel_send(&mut wqe, wr, self.core.max_sge.0 as usize)?;
+        let mut ksq = self.core.ksq.lock();
+        Option::as_mut(&mut *ksq).ok_or(EINVAL)?.push(&wqe)
+    }
+
+    /// Queues a receive request of an in-kernel caller (`ib_post_recv`).
+    pub(crate) fn post_recv(&self, wr: &KRecvWr<'_>) -> Result {
+        if self.core.state.load(Ordering::Acquire) == b::ib_qp_state_IB_QPS_RESET {
+            return Err(EINVAL);
+        }
+        let mut wqe = [0u8; wqe::RECV_WQE_READ_ALL];
+        wqe::kernel_recv(&mut wqe, wr, self.core.max_sge.1 as usize)?;
+        Option::as_mut(&mut *self.core.krq.lock()).ok_or(EINVAL)?.push(&wqe)?;
+        if self.core.state.load(Ordering::Acquire) == b::ib_qp_state_IB_QPS_ERR {
+            self.core.doorbell.store(true, Ordering::Release);
+            crate::net::kick();
+        }
         Ok(())
     }
 
@@ -710,6 +827,8 @@ impl Qp {
     /// the worker cannot reach it once `destroy_qp` returns.
     pub(crate) fn destroy(&self) {
         self.dp.remove_qp(self.core.qpn);
+        *self.core.ksq.lock() = None;
+        *self.core.krq.lock() = None;
         let live = self.core.live.lock().take();
         drop(live);
     }

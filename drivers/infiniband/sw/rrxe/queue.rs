@@ -14,7 +14,7 @@
 
 use crate::rdma::{bindings as b, mmap::UserBuf, udata::Udata};
 use core::sync::atomic::{AtomicU32, Ordering};
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
 const PRODUCER: usize = 128;
 const CONSUMER: usize = 256;
@@ -31,30 +31,94 @@ pub(crate) enum Side {
     Consume,
 }
 
-/// A ring shared with user space.
+/// The memory of a ring: mapped into a user context, or kernel-only for the
+/// queues of in-kernel callers.
+enum Storage {
+    User(UserBuf),
+    /// Kernel memory; `ptr` is the vector's buffer, never reallocated.
+    Kernel { _vec: KVVec<u8>, ptr: *mut u8 },
+}
+
+// SAFETY: The kernel buffer is only accessed through raw pointers, with the
+// index protocol below; the vector itself is never touched after creation.
+unsafe impl Send for Storage {}
+// SAFETY: As above.
+unsafe impl Sync for Storage {}
+
+impl Storage {
+    fn as_ptr(&self) -> *mut u8 {
+        match self {
+            Storage::User(b) => b.as_ptr(),
+            Storage::Kernel { ptr, .. } => *ptr,
+        }
+    }
+}
+
+/// A ring's memory and geometry, shared by its two sides.
+struct Ring {
+    storage: Storage,
+    log2_elem: u32,
+    mask: u32,
+}
+
+impl Ring {
+    /// The 32-bit word at byte `off` of the header.
+    fn word(&self, off: usize) -> &AtomicU32 {
+        build_assert!(DATA <= 4096);
+        debug_assert!(off % 4 == 0 && off + 4 <= DATA);
+        // SAFETY: `off` is a 4-aligned offset inside the header, which lies
+        // in the buffer (page aligned, or at least 8-aligned kvmalloc memory)
+        // that lives as long as `self`; all accesses to it, from both sides,
+        // are atomic.
+        unsafe { AtomicU32::from_ptr(self.storage.as_ptr().add(off).cast()) }
+    }
+
+    /// The slot at masked index `i`.
+    fn slot(&self, i: u32) -> *mut u8 {
+        // SAFETY: `i & mask <= mask`, so the slot lies inside the data area.
+        unsafe { self.storage.as_ptr().add(DATA + (((i & self.mask) as usize) << self.log2_elem)) }
+    }
+
+    fn elem_size(&self) -> usize {
+        1 << self.log2_elem
+    }
+}
+
+/// A ring shared with user space, or with an in-kernel caller.
 ///
 /// The driver keeps its own index privately in `own` and only publishes it;
 /// it never reads its own index back from the shared buffer.
 pub(crate) struct Queue {
-    buf: UserBuf,
+    ring: Arc<Ring>,
     log2_elem: u32,
     mask: u32,
     side: Side,
     own: u32,
 }
 
+/// Geometry for at least `n` elements of `elem_size` bytes: slots, element
+/// size and total bytes.
+fn geometry(n: u32, elem_size: usize) -> Result<(u32, usize, usize)> {
+    let slots = n.checked_add(1).and_then(u32::checked_next_power_of_two).ok_or(EINVAL)?;
+    let elem = elem_size.max(MIN_ELEM).checked_next_power_of_two().ok_or(EINVAL)?;
+    let size = (slots as usize).checked_mul(elem).and_then(|d| d.checked_add(DATA)).ok_or(EINVAL)?;
+    Ok((slots, elem, size))
+}
+
 impl Queue {
-    /// Allocates a ring for at least `n` elements of `elem_size` bytes and
-    /// publishes it to the verb's user context.
-    pub(crate) fn new(udata: &Udata, side: Side, n: u32, elem_size: usize) -> Result<Self> {
-        let slots = n.checked_add(1).and_then(u32::checked_next_power_of_two).ok_or(EINVAL)?;
-        let elem = elem_size.max(MIN_ELEM).checked_next_power_of_two().ok_or(EINVAL)?;
-        let size = (slots as usize).checked_mul(elem).and_then(|d| d.checked_add(DATA)).ok_or(EINVAL)?;
-        let buf = UserBuf::new(udata, size)?;
+    fn with_storage(storage: Storage, side: Side, slots: u32, elem: usize) -> Result<Self> {
+        let ring = Arc::new(
+            Ring {
+                storage,
+                log2_elem: elem.trailing_zeros(),
+                mask: slots - 1,
+            },
+            GFP_KERNEL,
+        )?;
         let q = Self {
-            buf,
-            log2_elem: elem.trailing_zeros(),
-            mask: slots - 1,
+            log2_elem: ring.log2_elem,
+            mask: ring.mask,
+            ring,
             side,
             own: 0,
         };
@@ -63,14 +127,33 @@ impl Queue {
         Ok(q)
     }
 
+    /// Allocates a ring for at least `n` elements of `elem_size` bytes and
+    /// publishes it to the verb's user context.
+    pub(crate) fn new(udata: &Udata, side: Side, n: u32, elem_size: usize) -> Result<Self> {
+        let (slots, elem, size) = geometry(n, elem_size)?;
+        Self::with_storage(Storage::User(UserBuf::new(udata, size)?), side, slots, elem)
+    }
+
+    /// Allocates a kernel-only ring for at least `n` elements of `elem_size`
+    /// bytes; the other side is an in-kernel caller (see [`KernelSide`]).
+    pub(crate) fn new_kernel(side: Side, n: u32, elem_size: usize) -> Result<Self> {
+        let (slots, elem, size) = geometry(n, elem_size)?;
+        let mut vec = KVVec::from_elem(0u8, size, GFP_KERNEL)?;
+        let ptr = vec.as_mut_ptr();
+        Self::with_storage(Storage::Kernel { _vec: vec, ptr }, side, slots, elem)
+    }
+
+    /// The other side of a kernel ring, for the in-kernel caller.
+    pub(crate) fn kernel_side(&self) -> KernelSide {
+        KernelSide {
+            ring: self.ring.clone(),
+            own: 0,
+        }
+    }
+
     /// The 32-bit word at byte `off` of the header.
     fn word(&self, off: usize) -> &AtomicU32 {
-        build_assert!(DATA <= 4096);
-        debug_assert!(off % 4 == 0 && off + 4 <= DATA);
-        // SAFETY: `off` is a 4-aligned offset inside the header, which lies
-        // in the `vmalloc_user` buffer (page aligned) that lives as long as
-        // `self.buf`; all accesses to it, from both sides, are atomic.
-        unsafe { AtomicU32::from_ptr(self.buf.as_ptr().add(off).cast()) }
+        self.ring.word(off)
     }
 
     /// Number of elements the ring holds at most.
@@ -99,8 +182,7 @@ impl Queue {
 
     /// The slot at masked index `i`.
     fn slot(&self, i: u32) -> *mut u8 {
-        // SAFETY: `i <= mask`, so the slot lies inside the data area.
-        unsafe { self.buf.as_ptr().add(DATA + (((i & self.mask) as usize) << self.log2_elem)) }
+        self.ring.slot(i)
     }
 
     /// Appends `elem` (a producer ring); `ENOSPC` when full.
@@ -115,6 +197,23 @@ impl Queue {
         // SAFETY: The slot holds `elem_size` bytes and user space does not
         // read it before the producer index below is published.
         unsafe { core::ptr::copy_nonoverlapping(elem.as_ptr(), self.slot(prod), len) };
+        self.own = next;
+        self.word(PRODUCER).store(next, Ordering::Release);
+        Ok(())
+    }
+
+    /// Appends a plain-data value (a producer ring of a kernel CQ).
+    pub(crate) fn push_value<T: Copy>(&mut self, v: &T) -> Result {
+        debug_assert!(self.side == Side::Produce);
+        let (prod, cons) = self.indices();
+        let next = prod.wrapping_add(1) & self.mask;
+        if next == cons {
+            return Err(ENOSPC);
+        }
+        let len = core::mem::size_of::<T>().min(self.elem_size());
+        // SAFETY: As in `push`; the value's bytes (padding included) are
+        // copied as raw memory, never viewed as initialised bytes.
+        unsafe { core::ptr::copy_nonoverlapping(core::ptr::from_ref(v).cast::<u8>(), self.slot(prod), len) };
         self.own = next;
         self.word(PRODUCER).store(next, Ordering::Release);
         Ok(())
@@ -164,12 +263,15 @@ impl Queue {
         }
     }
 
-    /// Where user space maps the ring (`struct mminfo`).
+    /// Where user space maps the ring (`struct mminfo`); zero for kernel rings.
     pub(crate) fn mminfo(&self) -> b::mminfo {
-        b::mminfo {
-            offset: self.buf.offset(),
-            size: self.buf.size() as u32,
-            pad: 0,
+        match &self.ring.storage {
+            Storage::User(buf) => b::mminfo {
+                offset: buf.offset(),
+                size: buf.size() as u32,
+                pad: 0,
+            },
+            Storage::Kernel { .. } => b::mminfo::default(),
         }
     }
 
@@ -178,7 +280,7 @@ impl Queue {
     pub(crate) fn clear(&self) {
         let len = (self.mask as usize + 1) << self.log2_elem;
         // SAFETY: The data area is `len` bytes after the header, inside the buffer.
-        unsafe { core::ptr::write_bytes(self.buf.as_ptr().add(DATA), 0, len) };
+        unsafe { core::ptr::write_bytes(self.ring.storage.as_ptr().add(DATA), 0, len) };
     }
 
     /// Makes a ring for at least `n` elements holding this ring's pending
@@ -202,5 +304,69 @@ impl Queue {
         }
         new.word(PRODUCER).store(count, Ordering::Release);
         Ok(new)
+    }
+}
+
+/// The in-kernel caller's side of a kernel ring: the producer of a send or
+/// receive queue (`post_send`/`post_recv`), or the consumer of a CQ
+/// (`poll_cq`). Kernel memory is not shared with user space, so the indices
+/// in it can be trusted. The caller serialises its own uses (a spinlock:
+/// in-kernel callers post and poll in atomic context).
+pub(crate) struct KernelSide {
+    ring: Arc<Ring>,
+    own: u32,
+}
+
+impl KernelSide {
+    /// Appends `elem` to a send or receive queue; `ENOMEM` when full.
+    pub(crate) fn push(&mut self, elem: &[u8]) -> Result {
+        let r = &self.ring;
+        let cons = r.word(CONSUMER).load(Ordering::Acquire) & r.mask;
+        let next = self.own.wrapping_add(1) & r.mask;
+        if next == cons {
+            return Err(ENOMEM);
+        }
+        let len = elem.len().min(r.elem_size());
+        // SAFETY: The slot holds `elem_size` bytes; the consumer does not read
+        // it before the producer index below is published.
+        unsafe {
+            core::ptr::write_bytes(r.slot(self.own), 0, r.elem_size());
+            core::ptr::copy_nonoverlapping(elem.as_ptr(), r.slot(self.own), len);
+        }
+        self.own = next;
+        r.word(PRODUCER).store(next, Ordering::Release);
+        Ok(())
+    }
+
+    /// Takes the oldest element of a CQ; `None` if empty.
+    ///
+    /// # Safety
+    ///
+    /// Every element of the ring must have been written by
+    /// [`Queue::push_value`] with a `T`.
+    pub(crate) unsafe fn pop_value<T: Copy>(&mut self) -> Option<T> {
+        let r = &self.ring;
+        let prod = r.word(PRODUCER).load(Ordering::Acquire) & r.mask;
+        if prod == self.own || core::mem::size_of::<T>() > r.elem_size() {
+            return None;
+        }
+        let mut v = core::mem::MaybeUninit::<T>::uninit();
+        // SAFETY: The slot was published by the producer's release store and
+        // holds a `T` (guaranteed by the caller), which fits in it.
+        let v = unsafe {
+            core::ptr::copy_nonoverlapping(r.slot(self.own), v.as_mut_ptr().cast::<u8>(), core::mem::size_of::<T>());
+            v.assume_init()
+        };
+        self.own = self.own.wrapping_add(1) & r.mask;
+        r.word(CONSUMER).store(self.own, Ordering::Release);
+        Some(v)
+    }
+
+    /// Elements waiting (for a CQ: completions not yet polled).
+    pub(crate) fn count(&self) -> u32 {
+        let r = &self.ring;
+        let prod = r.word(PRODUCER).load(Ordering::Acquire) & r.mask;
+        let cons = r.word(CONSUMER).load(Ordering::Acquire) & r.mask;
+        prod.wrapping_sub(cons) & r.mask
     }
 }

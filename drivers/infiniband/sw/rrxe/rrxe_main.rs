@@ -30,7 +30,9 @@ mod path;
 mod qp;
 mod queue;
 mod srq;
+mod staging;
 mod uapi;
+mod ud;
 mod verbs;
 mod wqe;
 

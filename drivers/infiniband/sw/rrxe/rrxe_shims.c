@@ -145,7 +145,7 @@ static DECLARE_WORK(rrxe_work, rrxe_work_fn);
 
 static void rrxe_timer_fn(struct work_struct *work)
 {
-	queue_work(system_dfl_wq, &rrxe_work);
+	queue_work(system_highpri_wq, &rrxe_work);
 }
 
 /* The datapath's timer (retransmission, RNR wait): it only queues the worker. */
@@ -159,7 +159,7 @@ void rrxe_worker_init(void (*run)(void))
 
 void rrxe_worker_kick(void)
 {
-	queue_work(system_dfl_wq, &rrxe_work);
+	queue_work(system_highpri_wq, &rrxe_work);
 }
 
 /* (Re)arms the timer to fire after @delay jiffies. */

@@ -15,10 +15,12 @@ use crate::{
         bindings as b,
         device::Device,
         driver::{self, CqRef, Driver, NewMr, SrqRef},
-        qp::{QpAttr, QpInit, SrqInit},
+        qp::{AhAttr, QpAttr, QpInit, SrqInit},
         udata::Udata,
         umem::Umem,
+        wr::{RecvWr, SendWr},
     },
+    mem::Memory,
     srq::Srq,
 };
 use core::sync::atomic::Ordering;
@@ -186,8 +188,14 @@ impl Driver for RrxeDev {
         udata: &mut Udata,
     ) -> Result<(impl PinInit<Qp, Error>, u32)> {
         let dev = pd.device::<Self>().data();
-        let num = Index::new(&dev.qpns)?;
-        let qpn = num.get();
+        // The GSI QP is number 1; every other QP takes an index.
+        let (num, qpn) = if init.qp_type() == b::ib_qp_type_IB_QPT_GSI {
+            (None, 1)
+        } else {
+            let num = Index::new(&dev.qpns)?;
+            let qpn = num.get();
+            (Some(num), qpn)
+        };
         let qp = Qp::new(num, pd.as_raw() as usize, &dev.dp, init, send_cq, recv_cq, srq, udata)?;
         Ok((qp, qpn))
     }
@@ -210,6 +218,34 @@ impl Driver for RrxeDev {
         qp.data().doorbell()
     }
 
+    fn post_send(qp: &driver::Qp<Self>, wr: &SendWr<'_, Self>) -> Result {
+        qp.data().post_send(wr)
+    }
+
+    fn post_recv(qp: &driver::Qp<Self>, wr: &RecvWr<'_>) -> Result {
+        qp.data().post_recv(wr)
+    }
+
+    fn poll_cq(cq: &driver::Cq<Self>, wc: &mut [b::ib_wc]) -> Result<usize> {
+        Ok(cq.data().poll(wc))
+    }
+
+    fn get_dma_mr(pd: &driver::Pd<Self>, access: u32) -> Result<NewMr<Mr>> {
+        let dev = pd.device::<Self>();
+        let index = Index::new(&dev.data().mrns)?;
+        let variant = dev.data().key_variant.fetch_add(1, Ordering::Relaxed);
+        // Local access only, whatever was asked: remote peers never reach
+        // kernel memory through rrxe.
+        let access = access & b::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+        let mr = Mr::new(index, variant, pd.as_raw() as usize, 0, access, Memory::KernelDma, &dev.data().dp)?;
+        let key = mr.key();
+        Ok(NewMr {
+            data: mr,
+            lkey: key,
+            rkey: key,
+        })
+    }
+
     fn create_srq(
         pd: &driver::Pd<Self>,
         init: &mut SrqInit<'_>,
@@ -228,9 +264,8 @@ impl Driver for RrxeDev {
         Ok(())
     }
 
-    fn create_ah(pd: &driver::Pd<Self>, attr: &b::rdma_ah_attr, udata: &mut Udata) -> Result<Ah> {
-        let num = Index::new(&pd.device::<Self>().data().ahns)?;
-        Ah::new(num, attr, udata)
+    fn create_ah(pd: &driver::Pd<Self>, attr: &AhAttr<'_>, udata: &mut Udata) -> Result<Ah> {
+        Ah::new(pd.device::<Self>().data(), attr, udata)
     }
 
     fn reg_user_mr(
@@ -255,7 +290,7 @@ impl Driver for RrxeDev {
         let umem = Umem::get(dev, start, length, access)?;
         let index = Index::new(&dev.data().mrns)?;
         let variant = dev.data().key_variant.fetch_add(1, Ordering::Relaxed);
-        let mr = Mr::new(index, variant, pd.as_raw() as usize, iova, access, umem, &dev.data().dp)?;
+        let mr = Mr::new(index, variant, pd.as_raw() as usize, iova, access, Memory::User(umem), &dev.data().dp)?;
         let key = mr.key();
         Ok(NewMr {
             data: mr,

@@ -5,9 +5,16 @@
 //! and parsed from the copy, so user space cannot change them under us.
 
 use crate::{
+    ah::AhInfo,
+    staging::{Extra, LAST_RESERVED_KEY},
+    device::RrxeDev,
     proto::{RecvWr, SendWr, Sge, WorkCompletion, WrOp},
-    rdma::bindings as b,
+    rdma::{
+        bindings as b,
+        wr::{RecvWr as KRecvWr, SendWr as KSendWr, Sge as KSge},
+    },
 };
+use kernel::prelude::*;
 use core::mem::offset_of;
 
 /// Bytes of a send WQE the datapath reads: the header and one SGE or the
@@ -15,12 +22,8 @@ use core::mem::offset_of;
 pub(crate) const SEND_WQE_READ: usize = SEND_DMA + DMA_SGE + MAX_INLINE;
 /// Most inline data a send WQE carries.
 pub(crate) const MAX_INLINE: usize = crate::params::MAX_INLINE_DATA as usize;
-/// The local key naming a QP's inline data store: index 0, never a region's.
-pub(crate) const INLINE_KEY: u32 = 0;
-/// A local key no region has (index 0), for user SGEs that named `INLINE_KEY`.
-const NO_KEY: u32 = 0xff;
-/// Bytes of a receive WQE the datapath reads: the header and one SGE.
-pub(crate) const RECV_WQE_READ: usize = RECV_DMA + DMA_SGE + SGE_LEN;
+/// Bytes of a receive WQE with the most SGEs a QP may have.
+pub(crate) const RECV_WQE_READ_ALL: usize = RECV_DMA + DMA_SGE + crate::params::MAX_SGE as usize * SGE_LEN;
 
 const SGE_LEN: usize = core::mem::size_of::<b::rxe_sge>();
 const WR: usize = offset_of!(b::rxe_send_wqe, wr);
@@ -57,19 +60,32 @@ fn be32_at(buf: &[u8], off: usize) -> u32 {
     buf.get(off..off + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_be_bytes)
 }
 
-/// The scatter list of an entry whose `rxe_dma_info` starts at `dma`: none,
-/// or exactly one element (`None` for more, which rrxe does not carry yet).
-fn one_sge(buf: &[u8], dma: usize) -> Option<Sge> {
-    match u32_at(buf, dma + DMA_NUM_SGE) {
-        0 => Some(Sge::default()),
-        1 => {
-            let s = dma + DMA_SGE;
-            Some(Sge {
-                addr: u64_at(buf, s + SGE_ADDR),
-                length: u32_at(buf, s + SGE_LENGTH),
-                lkey: u32_at(buf, s + SGE_LKEY),
-            })
-        }
+/// A local key a user SGE named: keys of index 0 are the staging store's
+/// (see [`crate::staging`]), so a user's become the reserved key no one has.
+fn user_key(lkey: u32) -> u32 {
+    if lkey <= LAST_RESERVED_KEY {
+        LAST_RESERVED_KEY
+    } else {
+        lkey
+    }
+}
+
+/// The scatter/gather list of an entry whose `rxe_dma_info` starts at `dma`:
+/// as one SGE when it has none or one element, else as a list to stage.
+fn sge_or_list(buf: &[u8], dma: usize) -> Option<(Sge, Option<SgeList<'_>>)> {
+    let n = u32_at(buf, dma + DMA_NUM_SGE) as usize;
+    let start = dma + DMA_SGE;
+    match n {
+        0 => Some((Sge::default(), None)),
+        1 => Some((
+            Sge {
+                addr: u64_at(buf, start + SGE_ADDR),
+                length: u32_at(buf, start + SGE_LENGTH),
+                lkey: user_key(u32_at(buf, start + SGE_LKEY)),
+            },
+            None,
+        )),
+        _ if start + n * SGE_LEN <= buf.len() => Some((Sge::default(), Some(SgeList { buf, start, n }))),
         _ => None,
     }
 }
@@ -82,31 +98,28 @@ pub(crate) struct Unsupported {
 }
 
 /// Parses a send WQE of an RC QP (`sig_all`: every WR is signaled). Inline
-/// data comes back as its bytes, with the SGE naming `INLINE_KEY` at 0.
-pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<(SendWr, Option<&[u8]>), Unsupported> {
+/// data and lists of several SGEs come back to be staged.
+pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<(SendWr, Extra<'_>), Unsupported> {
     let wr_id = u64_at(buf, WR_ID);
     let flags = u32_at(buf, FLAGS);
     let bad = Unsupported { wr_id };
     let len = u32_at(buf, SEND_DMA + DMA_LEN);
-    let (sge, inline) = if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
+    let (sge, extra) = if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
         let start = SEND_DMA + DMA_SGE;
         let data = buf.get(start..start + len as usize).filter(|_| len as usize <= MAX_INLINE).ok_or(bad)?;
-        let sge = Sge {
-            addr: 0,
-            length: len,
-            lkey: INLINE_KEY,
-        };
-        (sge, Some(data))
+        (Sge::default(), Extra::Inline(data))
     } else {
-        let mut sge = one_sge(buf, SEND_DMA).ok_or(Unsupported { wr_id })?;
-        // librxe keeps the total length in dma.length; with one SGE they agree.
-        if sge.length != len {
-            return Err(bad);
+        let (sge, list) = sge_or_list(buf, SEND_DMA).ok_or(bad)?;
+        match list {
+            Some(list) => (sge, Extra::List(list)),
+            None => {
+                // librxe keeps the total length in dma.length; with one SGE they agree.
+                if sge.length != len {
+                    return Err(bad);
+                }
+                (sge, Extra::None)
+            }
         }
-        if sge.lkey == INLINE_KEY {
-            sge.lkey = NO_KEY;
-        }
-        (sge, None)
     };
     let (op, remote_addr, rkey) = match u32_at(buf, OPCODE) {
         b::ib_wr_opcode_IB_WR_SEND => (WrOp::Send, 0, 0),
@@ -146,14 +159,15 @@ pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<(SendWr, Option<&[u8]
         fence: flags & b::ib_send_flags_IB_SEND_FENCE as u32 != 0,
         solicited: flags & b::ib_send_flags_IB_SEND_SOLICITED as u32 != 0,
     };
-    Ok((wr, inline))
+    Ok((wr, extra))
 }
 
-/// Parses a receive WQE; `Err(wr_id)` if it has more than one SGE.
-pub(crate) fn recv_wr(buf: &[u8]) -> Result<RecvWr, u64> {
+/// Parses a receive WQE; a list of several SGEs comes back to be staged.
+/// `Err(wr_id)` if the list does not fit the copied slot.
+pub(crate) fn recv_wr(buf: &[u8]) -> Result<(RecvWr, Option<SgeList<'_>>), u64> {
     let wr_id = u64_at(buf, 0);
-    let sge = one_sge(buf, RECV_DMA).ok_or(wr_id)?;
-    Ok(RecvWr { wr_id, sge })
+    let (sge, list) = sge_or_list(buf, RECV_DMA).ok_or(wr_id)?;
+    Ok((RecvWr { wr_id, sge }, list))
 }
 
 /// The completion entry user space polls, for a completion of QP `qpn`
@@ -177,4 +191,176 @@ pub(crate) fn completion(wc: &WorkCompletion, qpn: u32, src_qp: u32) -> b::ib_uv
         out.wc_flags |= b::ib_wc_flags_IB_WC_WITH_INVALIDATE;
     }
     out
+}
+
+const UD_QPN: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_4, remote_qpn);
+const UD_QKEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_4, remote_qkey);
+const UD_AH_NUM: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_4, ah_num);
+/// Where a kernel WQE carries its AH's address (rxe's `av` area).
+const UD_AV: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_4, av);
+const _: () = assert!(AhInfo::LEN <= core::mem::size_of::<b::rxe_av>());
+
+/// A send WQE of a UD or GSI QP.
+pub(crate) struct UdSend<'a> {
+    /// The caller's identifier.
+    pub(crate) wr_id: u64,
+    /// Immediate data, for SEND with immediate.
+    pub(crate) imm: Option<u32>,
+    /// Signaled (or the QP signals all).
+    pub(crate) signaled: bool,
+    /// Solicited event requested.
+    pub(crate) solicited: bool,
+    /// Destination QP.
+    pub(crate) remote_qpn: u32,
+    /// Q_Key as posted (high bit: use the QP's).
+    pub(crate) remote_qkey: u32,
+    /// Number of the user AH; 0 in kernel WQEs, which carry `av`.
+    pub(crate) ah_num: u32,
+    /// The address of a kernel WQE.
+    pub(crate) av: Option<AhInfo>,
+    /// Inline data, if sent inline.
+    pub(crate) inline: Option<&'a [u8]>,
+    /// The gather list, when not inline.
+    pub(crate) sges: SgeList<'a>,
+}
+
+/// The gather list of a WQE as it sits in the copied slot.
+#[derive(Clone, Copy)]
+pub(crate) struct SgeList<'a> {
+    buf: &'a [u8],
+    start: usize,
+    n: usize,
+}
+
+impl SgeList<'_> {
+    /// The elements (those that lie inside the copied slot).
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Sge> + '_ {
+        (0..self.n).map_while(move |i| {
+            let s = self.start + i * SGE_LEN;
+            self.buf.get(s..s + SGE_LEN)?;
+            Some(Sge {
+                addr: u64_at(self.buf, s + SGE_ADDR),
+                length: u32_at(self.buf, s + SGE_LENGTH),
+                lkey: u32_at(self.buf, s + SGE_LKEY),
+            })
+        })
+    }
+}
+
+/// Parses a send WQE of a UD or GSI QP (SEND and SEND with immediate only).
+pub(crate) fn ud_send(buf: &[u8], sig_all: bool, kernel: bool) -> Result<UdSend<'_>, Unsupported> {
+    let wr_id = u64_at(buf, WR_ID);
+    let bad = Unsupported { wr_id };
+    let flags = u32_at(buf, FLAGS);
+    let imm = match u32_at(buf, OPCODE) {
+        b::ib_wr_opcode_IB_WR_SEND => None,
+        b::ib_wr_opcode_IB_WR_SEND_WITH_IMM => Some(be32_at(buf, EX)),
+        _ => return Err(bad),
+    };
+    let len = u32_at(buf, SEND_DMA + DMA_LEN) as usize;
+    let start = SEND_DMA + DMA_SGE;
+    let inline = if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
+        Some(buf.get(start..start + len).filter(|_| len <= MAX_INLINE).ok_or(bad)?)
+    } else {
+        None
+    };
+    let n = u32_at(buf, SEND_DMA + DMA_NUM_SGE) as usize;
+    if inline.is_none() && start + n * SGE_LEN > buf.len() {
+        return Err(bad);
+    }
+    let ah_num = u32_at(buf, UD_AH_NUM);
+    // Only kernel WQEs may carry an address: a user one must name an AH.
+    let av = if kernel && ah_num == 0 { Some(AhInfo::from_bytes(buf.get(UD_AV..).ok_or(bad)?).ok_or(bad)?) } else { None };
+    Ok(UdSend {
+        wr_id,
+        imm,
+        signaled: sig_all || flags & b::ib_send_flags_IB_SEND_SIGNALED as u32 != 0,
+        solicited: flags & b::ib_send_flags_IB_SEND_SOLICITED as u32 != 0,
+        remote_qpn: u32_at(buf, UD_QPN) & 0x00ff_ffff,
+        remote_qkey: u32_at(buf, UD_QKEY),
+        ah_num,
+        av,
+        inline,
+        sges: SgeList { buf, start, n },
+    })
+}
+
+/// The gather or scatter list of a receive WQE.
+pub(crate) fn recv_sges(buf: &[u8]) -> (u64, SgeList<'_>) {
+    let n = u32_at(buf, RECV_DMA + DMA_NUM_SGE) as usize;
+    (u64_at(buf, 0), SgeList { buf, start: RECV_DMA + DMA_SGE, n })
+}
+
+fn put_u32(out: &mut [u8], off: usize, v: u32) {
+    if let Some(d) = out.get_mut(off..off + 4) {
+        d.copy_from_slice(&v.to_ne_bytes());
+    }
+}
+
+fn put_u64(out: &mut [u8], off: usize, v: u64) {
+    if let Some(d) = out.get_mut(off..off + 8) {
+        d.copy_from_slice(&v.to_ne_bytes());
+    }
+}
+
+fn put_sges(out: &mut [u8], dma: usize, sges: &[KSge]) -> Result<u32> {
+    let mut total = 0u32;
+    for (i, s) in sges.iter().enumerate() {
+        let at = dma + DMA_SGE + i * SGE_LEN;
+        if at + SGE_LEN > out.len() {
+            return Err(EINVAL);
+        }
+        put_u64(out, at + SGE_ADDR, s.addr);
+        put_u32(out, at + SGE_LENGTH, s.length);
+        put_u32(out, at + SGE_LKEY, s.lkey);
+        total = total.checked_add(s.length).ok_or(EINVAL)?;
+    }
+    put_u32(out, dma + DMA_NUM_SGE, sges.len() as u32);
+    put_u32(out, dma + DMA_LEN, total);
+    put_u32(out, dma + offset_of!(b::rxe_dma_info, resid), total);
+    Ok(total)
+}
+
+/// Writes the rxe send WQE for an in-kernel caller's request into `out`
+/// (at most `max_sge` SGEs; `av` for UD/GSI QPs).
+pub(crate) fn kernel_send(out: &mut [u8], wr: &KSendWr<'_, RrxeDev>, max_sge: usize) -> Result {
+    if wr.send_flags() & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    let sges = wr.sges();
+    if sges.len() > max_sge {
+        return Err(EINVAL);
+    }
+    put_u64(out, WR_ID, wr.wr_id());
+    put_u32(out, OPCODE, wr.opcode());
+    put_u32(out, FLAGS, wr.send_flags());
+    put_u32(out, EX, wr.ex());
+    if let Some(ud) = wr.ud() {
+        put_u32(out, UD_QPN, ud.remote_qpn);
+        put_u32(out, UD_QKEY, ud.remote_qkey);
+        put_u32(out, UD_AH_NUM, 0);
+        let av = ud.ah.data().info().to_bytes();
+        out.get_mut(UD_AV..UD_AV + AhInfo::LEN).ok_or(EINVAL)?.copy_from_slice(&av);
+    } else if let Some((addr, rkey)) = wr.rdma() {
+        put_u64(out, RDMA_ADDR, addr);
+        put_u32(out, RDMA_RKEY, rkey);
+    } else if let Some((addr, arg, swap, rkey)) = wr.atomic() {
+        put_u64(out, ATOMIC_ADDR, addr);
+        put_u64(out, ATOMIC_ARG, arg);
+        put_u64(out, ATOMIC_SWAP, swap);
+        put_u32(out, ATOMIC_RKEY, rkey);
+    }
+    put_sges(out, SEND_DMA, sges)?;
+    Ok(())
+}
+
+/// Writes the rxe receive WQE for an in-kernel caller's request into `out`.
+pub(crate) fn kernel_recv(out: &mut [u8], wr: &KRecvWr<'_>, max_sge: usize) -> Result {
+    let sges = wr.sges();
+    if sges.len() > max_sge {
+        return Err(EINVAL);
+    }
+    put_u64(out, 0, wr.wr_id());
+    put_sges(out, RECV_DMA, sges)?;
+    Ok(())
 }

@@ -216,3 +216,41 @@ show_counters() {
         [ "$v" = 0 ] || echo "  counter ${f##*/} = $v"
     done
 }
+
+# pair_rping: the two-guest rping over eth0 with the driver each guest already loaded:
+# guest B serves, guest A is the client; 20 pings with data verification (-V); fails
+# unless eth0 sent at least 40 packets (the traffic really crossed the wire).
+pair_rping() {
+    local tx0 tx rc n
+    tx0=$(cat /sys/class/net/eth0/statistics/tx_packets)
+    if [ "$RRXE_ROLE" = b ]; then
+        run timeout 150 rping -s -a "$RRXE_IP4" -C 20 -S 1024 -V -v
+    else
+        wait_for_peer_ping 60
+        retry 60 1 rping -c -a "$RRXE_PEER_IP4" -C 20 -S 1024 -V -v > /tmp/rping-client.out 2>&1
+        rc=$?
+        sed 's/^/  rping-client| /' /tmp/rping-client.out
+        [ $rc = 0 ] || fail "rping client rc=$rc"
+        n=$(grep -c 'ping data:' /tmp/rping-client.out)
+        [ "$n" -ge 20 ] || fail "client printed $n ping lines, expected 20"
+    fi
+    tx=$(( $(cat /sys/class/net/eth0/statistics/tx_packets) - tx0 ))
+    log "eth0 sent $tx packets during the test"
+    [ "$tx" -ge 40 ] || fail "only $tx packets left eth0: traffic did not cross the wire"
+}
+
+# single_rping: rping server and client on this guest over $RRXE_DEV's address, 20
+# pings with data verification (-V); every side under a timeout.
+single_rping() {
+    local srv rc n
+    bg_start rping-server timeout 60 rping -s -a "$RRXE_IP4" -C 20 -S 1024 -V -v
+    srv=$BG_PID
+    retry 20 0.5 timeout 60 rping -c -a "$RRXE_IP4" -C 20 -S 1024 -V -v > /tmp/rping-client.out 2>&1
+    rc=$?
+    sed 's/^/  rping-client| /' /tmp/rping-client.out
+    [ $rc = 0 ] || fail "rping client rc=$rc"
+    bg_wait "$srv" rping-server 30 || fail "rping server failed"
+    n=$(grep -c 'ping data:' /tmp/rping-client.out)
+    [ "$n" -ge 20 ] || fail "client printed $n ping lines, expected 20"
+    log "rping: $n verified pings"
+}

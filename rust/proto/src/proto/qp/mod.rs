@@ -159,6 +159,13 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> Qp<SQ, RQ, RD> {
         self.state
     }
 
+    /// The fatal NAK with which the responder moved the QP to the error
+    /// state (a class of error the consumer learns of by an asynchronous
+    /// event rather than a completion), if that is how the QP failed.
+    pub fn responder_failure(&self) -> Option<crate::proto::NakCode> {
+        self.resp.failure()
+    }
+
     /// Event counters.
     pub fn counters(&self) -> &Counters {
         &self.counters
@@ -275,6 +282,15 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> Qp<SQ, RQ, RD> {
     /// True if nothing is queued for transmission or awaiting a response.
     pub fn is_idle(&self) -> bool {
         self.req.is_idle() && self.resp.is_idle()
+    }
+
+    /// Move to the error state for a local reason (the consumer asked, or a
+    /// completion could not be delivered): like [`Qp::enter_error`], and
+    /// nothing queued is sent any more, not even ACKs of requests already
+    /// executed, so the requester does not take them as delivered.
+    pub fn abort(&mut self, env: &mut Env<'_>) {
+        self.resp.discard_responses();
+        self.enter_error(env);
     }
 
     /// Move to the error state, flushing both work queues.

@@ -23,6 +23,9 @@ pub(crate) fn npkts(len: u32, mtu: u32) -> u32 {
         .saturating_add(1)
 }
 
+/// Packets of one message between explicit ACK requests.
+const ACK_EVERY: u32 = 16;
+
 /// A send WQE and its transmission bookkeeping.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SendWqe {
@@ -289,7 +292,15 @@ impl<const N: usize> Requester<N> {
         }
         let pkt_idx = self.send_off.checked_div(cfg.mtu).unwrap_or(0);
         let psn = w.first_psn.add(pkt_idx);
-        let (hdr, payload_len, last) = request_headers(cfg, &w, self.send_off, pkt_idx, psn);
+        let (mut hdr, payload_len, last) = request_headers(cfg, &w, self.send_off, pkt_idx, psn);
+        // Ask for an ACK every ACK_EVERY packets of a long message and when
+        // the window is about to close, so the window slides before the
+        // message ends instead of stopping at every message.
+        let inflight = self.next_psn.since(self.comp_psn).saturating_add(1);
+        if pkt_idx.saturating_add(1).is_multiple_of(ACK_EVERY) || inflight >= cfg.max_inflight_pkts
+        {
+            hdr.bth.ack_req = true;
+        }
         let Ok(len) = hdr.packet_len(payload_len as usize) else {
             return self.local_error(WcStatus::LocQpOpErr);
         };

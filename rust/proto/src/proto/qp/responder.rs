@@ -66,6 +66,8 @@ pub(crate) struct Responder<const RQ: usize, const RD: usize> {
     resp_q: Ring<Response, RD>,
     /// Recently executed atomics, for replaying duplicates.
     atomics: Ring<(Psn, u64), RD>,
+    /// The fatal NAK this responder sent, if any.
+    failed: Option<NakCode>,
 }
 
 /// Does the incoming packet need a response slot that is not available?
@@ -85,6 +87,7 @@ impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
             nak_sent: false,
             resp_q: Ring::new(),
             atomics: Ring::new(),
+            failed: None,
         }
     }
 
@@ -123,6 +126,11 @@ impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
         self.cur = InMsg::None;
     }
 
+    /// Drops every queued ACK, NAK and response.
+    pub(crate) fn discard_responses(&mut self) {
+        while self.resp_q.pop().is_some() {}
+    }
+
     fn queue_ack(&mut self, psn: Psn, syndrome: Syndrome) {
         let ack = Response::Ack {
             psn,
@@ -148,7 +156,13 @@ impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
     fn fatal(&mut self, ctr: &mut Counters, psn: Psn, code: NakCode) -> bool {
         ctr.naks_sent = ctr.naks_sent.wrapping_add(1);
         self.queue_ack(psn, Syndrome::Nak(code));
+        self.failed = Some(code);
         true
+    }
+
+    /// The NAK with which the responder failed the QP, if it did.
+    pub(crate) fn failure(&self) -> Option<NakCode> {
+        self.failed
     }
 
     /// Handle a request packet. Returns true if the QP must enter the

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Data of work requests that the RC engine holds but that does not sit in
+//! one registered region: inline data (copied out of the send WQE) and
+//! scatter/gather lists of more than one element.
+//!
+//! The engine names memory by key and address only, with one SGE per
+//! request. A staged request gets a reserved key (index 0, which no region
+//! ever has) and an address whose upper 32 bits pick a slot here; reads and
+//! writes through such a key are resolved here, and for lists passed on to
+//! the protection domain's regions element by element, with every check.
+//! Slots are reused in order, and there are twice as many as the engine
+//! holds requests, so a slot is only reused after its request completed
+//! (RC completes in order).
+
+use crate::{
+    mem::PdMemory,
+    proto::{Access, AtomicOp, MemError, MemoryAccess, Sge},
+    wqe::{SgeList, MAX_INLINE},
+};
+use kernel::prelude::*;
+
+/// Key of inline data.
+pub(crate) const INLINE_KEY: u32 = 0;
+/// Key of a send request's gather list.
+pub(crate) const SEND_SGL_KEY: u32 = 1;
+/// Key of a receive request's scatter list.
+pub(crate) const RECV_SGL_KEY: u32 = 2;
+/// Keys at or below this are reserved (user SGEs naming them are remapped).
+pub(crate) const LAST_RESERVED_KEY: u32 = 0xff;
+
+/// Send slots: twice the engine's send depth.
+const SEND_SLOTS: usize = 16;
+/// Receive slots: twice the receive WQEs the engine takes ahead.
+const RECV_SLOTS: usize = 4;
+/// Most elements of a staged list.
+const MAX_SGL: usize = crate::params::MAX_SGE as usize;
+
+/// What a send request carries besides its one SGE.
+pub(crate) enum Extra<'a> {
+    /// Nothing: the SGE names registered memory.
+    None,
+    /// Inline data.
+    Inline(&'a [u8]),
+    /// A gather list of several elements.
+    List(SgeList<'a>),
+}
+
+/// The staging store of one connected QP.
+pub(crate) struct Staging {
+    inline: KVec<u8>,
+    send: KVec<Sge>,
+    send_len: [usize; SEND_SLOTS],
+    recv: KVec<Sge>,
+    recv_len: [usize; RECV_SLOTS],
+    next_send: usize,
+    next_recv: usize,
+}
+
+fn zeroed<T: Copy + Default>(n: usize) -> Result<KVec<T>> {
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    v.resize(n, T::default(), GFP_KERNEL)?;
+    Ok(v)
+}
+
+/// The address naming byte 0 of `slot`.
+fn slot_va(slot: usize) -> u64 {
+    (slot as u64) << 32
+}
+
+fn copy_list(dst: &mut [Sge], list: SgeList<'_>) -> Option<(usize, u32)> {
+    let mut n = 0;
+    let mut total = 0u32;
+    for s in list.iter() {
+        *dst.get_mut(n)? = s;
+        n += 1;
+        total = total.checked_add(s.length)?;
+    }
+    Some((n, total))
+}
+
+impl Staging {
+    /// An empty store.
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self {
+            inline: zeroed(SEND_SLOTS * MAX_INLINE)?,
+            send: zeroed(SEND_SLOTS * MAX_SGL)?,
+            send_len: [0; SEND_SLOTS],
+            recv: zeroed(RECV_SLOTS * MAX_SGL)?,
+            recv_len: [0; RECV_SLOTS],
+            next_send: 0,
+            next_recv: 0,
+        })
+    }
+
+    /// Stages what a send request carries besides `sge`; returns the SGE the
+    /// engine gets, or `None` if it cannot be staged (too long a list).
+    pub(crate) fn stage_send(&mut self, sge: Sge, extra: Extra<'_>) -> Option<Sge> {
+        let slot = self.next_send % SEND_SLOTS;
+        let sge = match extra {
+            Extra::None => return Some(sge),
+            Extra::Inline(data) => {
+                let off = slot * MAX_INLINE;
+                self.inline.get_mut(off..off + data.len())?.copy_from_slice(data);
+                Sge { addr: slot_va(slot), length: data.len() as u32, lkey: INLINE_KEY }
+            }
+            Extra::List(list) => {
+                let dst = self.send.get_mut(slot * MAX_SGL..(slot + 1) * MAX_SGL)?;
+                let (n, total) = copy_list(dst, list)?;
+                self.send_len[slot] = n;
+                Sge { addr: slot_va(slot), length: total, lkey: SEND_SGL_KEY }
+            }
+        };
+        self.next_send = self.next_send.wrapping_add(1);
+        Some(sge)
+    }
+
+    /// Stages a receive request's scatter list; returns the SGE the engine gets.
+    pub(crate) fn stage_recv(&mut self, list: SgeList<'_>) -> Option<Sge> {
+        let slot = self.next_recv % RECV_SLOTS;
+        let dst = self.recv.get_mut(slot * MAX_SGL..(slot + 1) * MAX_SGL)?;
+        let (n, total) = copy_list(dst, list)?;
+        self.recv_len[slot] = n;
+        self.next_recv = self.next_recv.wrapping_add(1);
+        Some(Sge { addr: slot_va(slot), length: total, lkey: RECV_SGL_KEY })
+    }
+
+    /// The memory the engine of a QP of protection domain `pd` reaches.
+    pub(crate) fn memory<'a>(&'a self, pd: PdMemory<'a>) -> StagedMemory<'a> {
+        StagedMemory { pd, st: self }
+    }
+
+    fn list(&self, key: u32, slot: usize) -> Option<&[Sge]> {
+        match key {
+            SEND_SGL_KEY => self.send.get(slot * MAX_SGL..slot * MAX_SGL + *self.send_len.get(slot)?),
+            RECV_SGL_KEY => self.recv.get(slot * MAX_SGL..slot * MAX_SGL + *self.recv_len.get(slot)?),
+            _ => None,
+        }
+    }
+}
+
+/// Registered memory of a PD plus the staging store.
+pub(crate) struct StagedMemory<'a> {
+    pd: PdMemory<'a>,
+    st: &'a Staging,
+}
+
+/// Splits `[off, off + len)` of a list's concatenation into per-element
+/// pieces: `(element, offset in it, offset in the range, length)`.
+fn pieces(list: &[Sge], off: u64, len: usize) -> impl Iterator<Item = (Sge, u64, usize, usize)> + '_ {
+    let mut start = 0u64;
+    list.iter().filter_map(move |s| {
+        let (lo, hi) = (start, start + u64::from(s.length));
+        start = hi;
+        let a = off.max(lo);
+        let b = (off + len as u64).min(hi);
+        (a < b).then(|| (*s, a - lo, (a - off) as usize, (b - a) as usize))
+    })
+}
+
+/// The list and range a staged address names, checked against its total.
+fn resolve(st: &Staging, key: u32, va: u64, len: usize) -> Result<(&[Sge], u64), MemError> {
+    let list = st.list(key, (va >> 32) as usize).ok_or(MemError::BadKey)?;
+    let off = va & 0xffff_ffff;
+    let total: u64 = list.iter().map(|s| u64::from(s.length)).sum();
+    if off + len as u64 > total {
+        return Err(MemError::OutOfRange);
+    }
+    Ok((list, off))
+}
+
+impl MemoryAccess for StagedMemory<'_> {
+    fn check(&mut self, key: u32, va: u64, len: u32, access: Access) -> Result<(), MemError> {
+        match key {
+            INLINE_KEY if access == Access::LocalRead => read_inline(self.st, va, len as usize).map(|_| ()),
+            SEND_SGL_KEY | RECV_SGL_KEY if matches!(access, Access::LocalRead | Access::LocalWrite) => {
+                let (list, off) = resolve(self.st, key, va, len as usize)?;
+                for (s, at, _, n) in pieces(list, off, len as usize) {
+                    self.pd.check(s.lkey, s.addr + at, n as u32, access)?;
+                }
+                Ok(())
+            }
+            _ => self.pd.check(key, va, len, access),
+        }
+    }
+
+    fn read(&mut self, key: u32, va: u64, buf: &mut [u8], access: Access) -> Result<(), MemError> {
+        match key {
+            INLINE_KEY if access == Access::LocalRead => {
+                buf.copy_from_slice(read_inline(self.st, va, buf.len())?);
+                Ok(())
+            }
+            SEND_SGL_KEY | RECV_SGL_KEY if access == Access::LocalRead => {
+                let (list, off) = resolve(self.st, key, va, buf.len())?;
+                for (s, at, from, n) in pieces(list, off, buf.len()) {
+                    self.pd.read(s.lkey, s.addr + at, &mut buf[from..from + n], access)?;
+                }
+                Ok(())
+            }
+            _ => self.pd.read(key, va, buf, access),
+        }
+    }
+
+    fn write(&mut self, key: u32, va: u64, data: &[u8], access: Access) -> Result<(), MemError> {
+        match key {
+            SEND_SGL_KEY | RECV_SGL_KEY if access == Access::LocalWrite => {
+                let (list, off) = resolve(self.st, key, va, data.len())?;
+                for (s, at, from, n) in pieces(list, off, data.len()) {
+                    self.pd.write(s.lkey, s.addr + at, &data[from..from + n], access)?;
+                }
+                Ok(())
+            }
+            _ => self.pd.write(key, va, data, access),
+        }
+    }
+
+    fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError> {
+        self.pd.atomic(rkey, va, op)
+    }
+}
+
+/// The inline data a staged address names.
+fn read_inline(st: &Staging, va: u64, len: usize) -> Result<&[u8], MemError> {
+    let slot = (va >> 32) as usize;
+    let off = (va & 0xffff_ffff) as usize;
+    if slot >= SEND_SLOTS || off + len > MAX_INLINE {
+        return Err(MemError::OutOfRange);
+    }
+    let start = slot * MAX_INLINE + off;
+    st.inline.get(start..start + len).ok_or(MemError::OutOfRange)
+}

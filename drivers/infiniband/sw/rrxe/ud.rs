@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The UD datapath (UD QPs and the GSI QP that carries MADs): one packet per
+//! message, no connection state, no acknowledgements. Each send WQE becomes a
+//! SEND ONLY packet with a DETH; each received datagram takes a receive WQE
+//! and is written after a 40-byte GRH area holding the packet's IP header,
+//! where ib_core and libibverbs look for the sender's address.
+
+use crate::{
+    cq,
+    datapath::Datapath,
+    device::RrxeDev,
+    path::{self, Path},
+    proto::{
+        headers::{BthRepr, DethRepr},
+        opcode::mask,
+        Access, Headers, MemoryAccess, Packet, Psn,
+    },
+    qp::take_recv,
+    queue::Queue,
+    rdma::{bindings as b, driver::{CqRef, SrqRef}},
+    wqe,
+};
+use kernel::prelude::*;
+
+const UD_SEND_ONLY: u8 = 0x64;
+const UD_SEND_ONLY_WITH_IMM: u8 = 0x65;
+/// Bytes of the GRH area in front of a received datagram.
+const GRH_LEN: usize = 40;
+/// Room for the largest packet: IPv6 + UDP + BTH + DETH + ImmDt + 4096 + ICRC.
+const SCRATCH: usize = 48 + 12 + 8 + 4 + 4096 + 4;
+
+/// Per-QP state of a UD or GSI QP from RTR on.
+pub(crate) struct Ud {
+    scratch: KVec<u8>,
+    psn: u32,
+}
+
+impl Ud {
+    /// Fresh state with its packet buffer.
+    pub(crate) fn new() -> Result<Self> {
+        let mut scratch = KVec::with_capacity(SCRATCH, GFP_KERNEL)?;
+        scratch.resize(SCRATCH, 0, GFP_KERNEL)?;
+        Ok(Self { scratch, psn: 0 })
+    }
+}
+
+/// What a UD QP needs from its owner for one call.
+pub(crate) struct UdQp<'a> {
+    /// Local QP number.
+    pub(crate) qpn: u32,
+    /// Address of the `struct ib_qp`, for kernel completions.
+    pub(crate) ibqp: usize,
+    /// The QP's Q_Key.
+    pub(crate) qkey: u32,
+    /// Every send is signaled.
+    pub(crate) sig_all: bool,
+    /// The QP belongs to an in-kernel caller (its WQEs carry addresses).
+    pub(crate) kernel: bool,
+    /// Completion queues.
+    pub(crate) send_cq: &'a CqRef<RrxeDev>,
+    /// Completion queues.
+    pub(crate) recv_cq: &'a CqRef<RrxeDev>,
+}
+
+fn completion(qp: &UdQp<'_>, wr_id: u64, status: u32, opcode: u32) -> b::ib_uverbs_wc {
+    b::ib_uverbs_wc {
+        wr_id,
+        status,
+        opcode,
+        qp_num: qp.qpn,
+        port_num: 1,
+        ..Default::default()
+    }
+}
+
+fn deliver(cq: &CqRef<RrxeDev>, wc: &b::ib_uverbs_wc, ibqp: usize, solicited: bool) {
+    if cq::complete(cq, wc, ibqp, solicited).is_err() {
+        cq.error_event();
+    }
+}
+
+/// Sends every WQE waiting in `sq`.
+pub(crate) fn send_all(qp: &UdQp<'_>, ud: &mut Ud, sq: &mut Queue, dp: &Datapath, mem: &mut dyn MemoryAccess) {
+    let mut buf = [0u8; wqe::SEND_WQE_READ];
+    while sq.peek(&mut buf) {
+        sq.advance();
+        let (wr_id, result) = match wqe::ud_send(&buf, qp.sig_all, qp.kernel) {
+            Ok(w) => (w.wr_id, send_one(qp, ud, dp, mem, &w).map(|()| w.signaled)),
+            Err(bad) => (bad.wr_id, Err(b::ib_wc_status_IB_WC_LOC_QP_OP_ERR)),
+        };
+        match result {
+            Ok(false) => {}
+            Ok(true) => deliver(qp.send_cq, &completion(qp, wr_id, b::ib_wc_status_IB_WC_SUCCESS, b::ib_wc_opcode_IB_WC_SEND), qp.ibqp, false),
+            Err(status) => deliver(qp.send_cq, &completion(qp, wr_id, status, b::ib_wc_opcode_IB_WC_SEND), qp.ibqp, false),
+        }
+    }
+}
+
+/// Builds and sends the packet of one WQE; the error is a completion status.
+fn send_one(qp: &UdQp<'_>, ud: &mut Ud, dp: &Datapath, mem: &mut dyn MemoryAccess, w: &wqe::UdSend<'_>) -> Result<(), u32> {
+    let op_err = b::ib_wc_status_IB_WC_LOC_QP_OP_ERR;
+    let info = match w.av {
+        Some(info) => info,
+        None => dp.ah(w.ah_num).ok_or(op_err)?,
+    };
+    // RoCE v2 source port: entropy from the QP numbers, in 0xC000..=0xFFFF.
+    let sport = 0xc000 | ((qp.qpn ^ w.remote_qpn) & 0x3fff) as u16;
+    let path = Path::new(info.sgid, info.dgid, info.hop_limit, info.tclass, info.flow_label, sport).map_err(|_| op_err)?;
+    let len = match w.inline {
+        Some(d) => d.len(),
+        None => w.sges.iter().try_fold(0usize, |a, s| a.checked_add(s.length as usize)).ok_or(op_err)?,
+    };
+    let qkey = if w.remote_qkey & 0x8000_0000 != 0 { qp.qkey } else { w.remote_qkey };
+    let mut hdr = Headers::new(BthRepr {
+        opcode: if w.imm.is_some() { UD_SEND_ONLY_WITH_IMM } else { UD_SEND_ONLY },
+        solicited: w.solicited,
+        pkey: crate::params::DEFAULT_PKEY,
+        dest_qpn: w.remote_qpn,
+        psn: Psn::new(ud.psn),
+        ..Default::default()
+    });
+    hdr.deth = Some(DethRepr { qkey, src_qpn: qp.qpn });
+    hdr.imm = w.imm;
+    let len_err = b::ib_wc_status_IB_WC_LOC_LEN_ERR;
+    let roce_len = hdr.packet_len(len).map_err(|_| len_err)?;
+    let h = path.header_len();
+    let pkt = ud.scratch.get_mut(..h + roce_len).ok_or(len_err)?;
+    let off = hdr.emit(&mut pkt[h..], len).map_err(|_| len_err)? + h;
+    match w.inline {
+        Some(d) => pkt[off..off + d.len()].copy_from_slice(d),
+        None => {
+            let mut at = off;
+            for s in w.sges.iter() {
+                let n = s.length as usize;
+                mem.read(s.lkey, s.addr, &mut pkt[at..at + n], Access::LocalRead)
+                    .map_err(|_| b::ib_wc_status_IB_WC_LOC_PROT_ERR)?;
+                at += n;
+            }
+        }
+    }
+    path.write_headers(pkt).map_err(|_| op_err)?;
+    path::fill_icrc(pkt).map_err(|_| op_err)?;
+    ud.psn = ud.psn.wrapping_add(1) & 0x00ff_ffff;
+    // A datagram that cannot be sent is lost, as UD allows.
+    let _ = crate::net::xmit(dp.netdev(), pkt);
+    Ok(())
+}
+
+/// Delivers one received datagram (`ip` is its IP header).
+pub(crate) fn receive(
+    qp: &UdQp<'_>,
+    rq: &mut Option<Queue>,
+    srq: &Option<SrqRef<RrxeDev>>,
+    mem: &mut dyn MemoryAccess,
+    pkt: &Packet<'_>,
+    ip: &[u8],
+) -> bool {
+    let Some(deth) = pkt.hdr.deth else { return false };
+    if !pkt.info.has(mask::RWR) || deth.qkey != qp.qkey {
+        return false;
+    }
+    let mut buf = [0u8; wqe::RECV_WQE_READ_ALL];
+    // UD has no flow control: without a receive WQE the datagram is dropped.
+    if !take_recv(rq, srq, &mut buf) {
+        return false;
+    }
+    let (wr_id, sges) = wqe::recv_sges(&buf);
+    let mut grh = [0u8; GRH_LEN];
+    if ip.len() >= GRH_LEN {
+        grh.copy_from_slice(&ip[..GRH_LEN]);
+    } else if let Some(h) = ip.get(..20) {
+        grh[20..].copy_from_slice(h);
+    }
+    let total = GRH_LEN + pkt.payload.len();
+    let mut status = b::ib_wc_status_IB_WC_SUCCESS;
+    let room = sges.iter().fold(0usize, |a, s| a.saturating_add(s.length as usize));
+    if room < total {
+        status = b::ib_wc_status_IB_WC_LOC_LEN_ERR;
+    } else {
+        // Scatter the GRH area and the payload over the SGEs.
+        let mut src = Iterator::chain(grh.iter(), pkt.payload.iter()).copied();
+        let mut chunk = [0u8; 256];
+        'sges: for s in sges.iter() {
+            let mut done = 0usize;
+            while done < s.length as usize {
+                let n = chunk.len().min(s.length as usize - done);
+                let mut got = 0;
+                for (d, v) in chunk[..n].iter_mut().zip(&mut src) {
+                    *d = v;
+                    got += 1;
+                }
+                if got == 0 {
+                    break 'sges;
+                }
+                if mem.write(s.lkey, s.addr + done as u64, &chunk[..got], Access::LocalWrite).is_err() {
+                    status = b::ib_wc_status_IB_WC_LOC_PROT_ERR;
+                    break 'sges;
+                }
+                done += got;
+            }
+        }
+    }
+    let mut wc = completion(qp, wr_id, status, b::ib_wc_opcode_IB_WC_RECV);
+    if status == b::ib_wc_status_IB_WC_SUCCESS {
+        wc.byte_len = total as u32;
+        wc.src_qp = deth.src_qpn;
+        wc.wc_flags = b::ib_wc_flags_IB_WC_GRH;
+        if let Some(imm) = pkt.hdr.imm {
+            wc.ex.imm_data = u32::from_ne_bytes(imm.to_be_bytes());
+            wc.wc_flags |= b::ib_wc_flags_IB_WC_WITH_IMM;
+        }
+    }
+    deliver(qp.recv_cq, &wc, qp.ibqp, pkt.hdr.bth.solicited);
+    true
+}
