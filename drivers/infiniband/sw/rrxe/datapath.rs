@@ -17,7 +17,7 @@ use crate::{
     qp::QpCore,
     rdma::netdev::NetDevice,
 };
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
     new_mutex,
     prelude::*,
@@ -161,19 +161,54 @@ fn arm_timer_at(deadline: u64) {
     net::arm_timer(kernel::time::msecs_to_jiffies(ms));
 }
 
-/// Serves a user QP's send doorbell right away, in the calling task: saves
-/// the worker's wake-up on the latency path.
+/// Someone is taking packets off the receive queue.
+static DRAINING: AtomicBool = AtomicBool::new(false);
+
+/// Hands received packets to their QPs, at most `budget` of them; returns
+/// whether the queue was left empty. One task drains at a time, so packets
+/// of one QP are handled in the order they came; a task that finds another
+/// draining leaves the packets to it (the other one looks again after it
+/// lets go, so a packet queued meanwhile is not stranded).
+fn drain_rx(now: u64, mut budget: usize) -> bool {
+    loop {
+        if DRAINING.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return true;
+        }
+        while budget > 0 {
+            let Some(pkt) = RxPacket::pop() else { break };
+            receive(&pkt, now);
+            budget -= 1;
+        }
+        DRAINING.store(false, Ordering::Release);
+        if !net::rx_pending() {
+            return true;
+        }
+        if budget == 0 {
+            return false;
+        }
+    }
+}
+
+/// Packets a doorbell drains in the caller's task before leaving the rest to
+/// the worker.
+const DOORBELL_RX_BUDGET: usize = 64;
+
+/// Serves a user QP's send doorbell right away, in the calling task, and
+/// handles the packets that sending made arrive (for a peer on this host,
+/// the whole exchange): saves the worker's wake-ups on the latency path.
 pub(crate) fn serve_now(dp: &Datapath, qp: &QpCore) {
-    qp.service(dp, now_us(), None);
+    let now = now_us();
+    qp.service(dp, now, None);
+    if !drain_rx(now, DOORBELL_RX_BUDGET) {
+        net::kick();
+    }
     arm_for(qp.deadline());
 }
 
 /// The worker (see the module documentation).
 pub(crate) extern "C" fn run() {
     let now = now_us();
-    while let Some(pkt) = RxPacket::pop() {
-        receive(&pkt, now);
-    }
+    drain_rx(now, usize::MAX);
     let mut next = u64::MAX;
     for dev in device::all() {
         let dp = &dev.data().dp;

@@ -80,6 +80,12 @@ pub(crate) fn kick() {
     unsafe { b::rrxe_worker_kick() };
 }
 
+/// Whether received packets wait in the queue.
+pub(crate) fn rx_pending() -> bool {
+    // SAFETY: Looking at the queue's length has no preconditions.
+    unsafe { b::rrxe_rx_pending() }
+}
+
 /// Runs the worker after `delay` jiffies, replacing any earlier setting.
 pub(crate) fn arm_timer(delay: c_ulong) {
     // SAFETY: As for `kick`.

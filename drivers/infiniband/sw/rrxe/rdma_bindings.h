@@ -51,6 +51,7 @@ void rrxe_worker_kick(void);
 void rrxe_worker_arm(unsigned long delay);
 void rrxe_worker_stop(void);
 struct sk_buff *rrxe_rx_pop(void);
+bool rrxe_rx_pending(void);
 const void *rrxe_skb_ip(struct sk_buff *skb, unsigned int *len);
 const struct net_device *rrxe_skb_netdev(struct sk_buff *skb);
 void rrxe_skb_free(struct sk_buff *skb);

@@ -181,6 +181,11 @@ struct sk_buff *rrxe_rx_pop(void)
 	return skb_dequeue(&rrxe_rxq);
 }
 
+bool rrxe_rx_pending(void)
+{
+	return !skb_queue_empty_lockless(&rrxe_rxq);
+}
+
 static int rrxe_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
 	if (skb_linearize(skb)) {
