@@ -90,8 +90,6 @@ impl Ring {
 /// it never reads its own index back from the shared buffer.
 pub(crate) struct Queue {
     ring: Arc<Ring>,
-    log2_elem: u32,
-    mask: u32,
     side: Side,
     own: u32,
 }
@@ -115,16 +113,9 @@ impl Queue {
             },
             GFP_KERNEL,
         )?;
-        let q = Self {
-            log2_elem: ring.log2_elem,
-            mask: ring.mask,
-            ring,
-            side,
-            own: 0,
-        };
-        q.word(0).store(q.log2_elem, Ordering::Relaxed);
-        q.word(4).store(q.mask, Ordering::Relaxed);
-        Ok(q)
+        ring.word(0).store(ring.log2_elem, Ordering::Relaxed);
+        ring.word(4).store(ring.mask, Ordering::Relaxed);
+        Ok(Self { ring, side, own: 0 })
     }
 
     /// Allocates a ring for at least `n` elements of `elem_size` bytes and
@@ -158,26 +149,26 @@ impl Queue {
 
     /// Number of elements the ring holds at most.
     pub(crate) fn capacity(&self) -> u32 {
-        self.mask
+        self.ring.mask
     }
 
     /// Size of one slot in bytes.
     pub(crate) fn elem_size(&self) -> usize {
-        1 << self.log2_elem
+        self.ring.elem_size()
     }
 
     /// The producer and consumer indices, masked; the driver's own from `own`.
     fn indices(&self) -> (u32, u32) {
         match self.side {
-            Side::Produce => (self.own, self.word(CONSUMER).load(Ordering::Acquire) & self.mask),
-            Side::Consume => (self.word(PRODUCER).load(Ordering::Acquire) & self.mask, self.own),
+            Side::Produce => (self.own, self.word(CONSUMER).load(Ordering::Acquire) & self.ring.mask),
+            Side::Consume => (self.word(PRODUCER).load(Ordering::Acquire) & self.ring.mask, self.own),
         }
     }
 
     /// Elements currently queued.
     pub(crate) fn count(&self) -> u32 {
         let (prod, cons) = self.indices();
-        prod.wrapping_sub(cons) & self.mask
+        prod.wrapping_sub(cons) & self.ring.mask
     }
 
     /// The slot at masked index `i`.
@@ -185,38 +176,40 @@ impl Queue {
         self.ring.slot(i)
     }
 
-    /// Appends `elem` (a producer ring); `ENOSPC` when full.
-    pub(crate) fn push(&mut self, elem: &[u8]) -> Result {
+    /// Appends the `len` bytes at `src` (a producer ring; as many as fit in
+    /// a slot); `ENOSPC` when full.
+    ///
+    /// # Safety
+    ///
+    /// `src` must be valid for reads of `len` bytes.
+    unsafe fn push_raw(&mut self, src: *const u8, len: usize) -> Result {
         debug_assert!(self.side == Side::Produce);
         let (prod, cons) = self.indices();
-        let next = prod.wrapping_add(1) & self.mask;
+        let next = prod.wrapping_add(1) & self.ring.mask;
         if next == cons {
             return Err(ENOSPC);
         }
-        let len = elem.len().min(self.elem_size());
-        // SAFETY: The slot holds `elem_size` bytes and user space does not
-        // read it before the producer index below is published.
-        unsafe { core::ptr::copy_nonoverlapping(elem.as_ptr(), self.slot(prod), len) };
+        let len = len.min(self.elem_size());
+        // SAFETY: `src` is readable for `len` bytes (guaranteed by the caller);
+        // the slot holds `elem_size` bytes and user space does not read it
+        // before the producer index below is published.
+        unsafe { core::ptr::copy_nonoverlapping(src, self.slot(prod), len) };
         self.own = next;
         self.word(PRODUCER).store(next, Ordering::Release);
         Ok(())
     }
 
+    /// Appends `elem` (a producer ring); `ENOSPC` when full.
+    pub(crate) fn push(&mut self, elem: &[u8]) -> Result {
+        // SAFETY: `elem` is readable for its length.
+        unsafe { self.push_raw(elem.as_ptr(), elem.len()) }
+    }
+
     /// Appends a plain-data value (a producer ring of a kernel CQ).
     pub(crate) fn push_value<T: Copy>(&mut self, v: &T) -> Result {
-        debug_assert!(self.side == Side::Produce);
-        let (prod, cons) = self.indices();
-        let next = prod.wrapping_add(1) & self.mask;
-        if next == cons {
-            return Err(ENOSPC);
-        }
-        let len = core::mem::size_of::<T>().min(self.elem_size());
-        // SAFETY: As in `push`; the value's bytes (padding included) are
-        // copied as raw memory, never viewed as initialised bytes.
-        unsafe { core::ptr::copy_nonoverlapping(core::ptr::from_ref(v).cast::<u8>(), self.slot(prod), len) };
-        self.own = next;
-        self.word(PRODUCER).store(next, Ordering::Release);
-        Ok(())
+        // SAFETY: `v` is readable for its size; its bytes (padding included)
+        // are copied as raw memory, never viewed as initialised bytes.
+        unsafe { self.push_raw(core::ptr::from_ref(v).cast::<u8>(), core::mem::size_of::<T>()) }
     }
 
     /// Takes the next work request of a consumer ring and returns its
@@ -231,7 +224,7 @@ impl Queue {
         // 384-byte header) and inside the buffer; user space published it with
         // a release store of the producer index that `indices` acquired.
         let wr_id = unsafe { core::ptr::read_volatile(self.slot(cons).cast::<u64>()) };
-        self.own = cons.wrapping_add(1) & self.mask;
+        self.own = cons.wrapping_add(1) & self.ring.mask;
         self.word(CONSUMER).store(self.own, Ordering::Release);
         Some(wr_id)
     }
@@ -258,7 +251,7 @@ impl Queue {
         debug_assert!(self.side == Side::Consume);
         let (prod, cons) = self.indices();
         if prod != cons {
-            self.own = cons.wrapping_add(1) & self.mask;
+            self.own = cons.wrapping_add(1) & self.ring.mask;
             self.word(CONSUMER).store(self.own, Ordering::Release);
         }
     }
@@ -278,7 +271,7 @@ impl Queue {
     /// Clears every slot (QP reset); the indices stay where they are, as
     /// user space keeps its own copies of them.
     pub(crate) fn clear(&self) {
-        let len = (self.mask as usize + 1) << self.log2_elem;
+        let len = (self.ring.mask as usize + 1) << self.ring.log2_elem;
         // SAFETY: The data area is `len` bytes after the header, inside the buffer.
         unsafe { core::ptr::write_bytes(self.ring.storage.as_ptr().add(DATA), 0, len) };
     }
