@@ -145,6 +145,16 @@ fn kernel_wc(wc: &b::ib_uverbs_wc, qp: usize) -> b::ib_wc {
     k
 }
 
+/// Adds a completion as [`complete`] does; if the CQ overran, tells its
+/// consumer with `IB_EVENT_CQ_ERR` (as the spec asks) and returns `false`.
+pub(crate) fn complete_or_report(cq: &driver::Cq<RrxeDev>, wc: &b::ib_uverbs_wc, qp: usize, solicited: bool) -> bool {
+    if complete(cq, wc, qp, solicited).is_err() {
+        cq.error_event();
+        return false;
+    }
+    true
+}
+
 /// Adds a completion to `cq` (of the QP whose `struct ib_qp` is at `qp`) and
 /// signals the completion event if the CQ was armed for it
 /// (`IB_CQ_NEXT_COMP`, or `IB_CQ_SOLICITED` for a solicited one). A full CQ

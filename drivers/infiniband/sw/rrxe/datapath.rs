@@ -107,7 +107,8 @@ impl Datapath {
         Ok(v)
     }
 
-    fn drop_packet(&self) {
+    /// Counts a packet dropped before or at its QP.
+    pub(crate) fn drop_packet(&self) {
         self.rx_dropped.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -125,13 +126,12 @@ fn receive(pkt: &RxPacket, now: u64) {
         return;
     };
     let dp = &dev.data().dp;
-    let ip = pkt.ip();
-    if icrc::verify_ip_packet(&mut path::crc32, ip).is_err() {
-        return dp.drop_packet();
-    }
-    let Ok((hdr, _, payload)) = icrc::split_ip_packet(ip) else {
+    let Ok((hdr, udp, payload)) = icrc::split_ip_packet(pkt.ip()) else {
         return dp.drop_packet();
     };
+    if icrc::verify(&mut path::crc32, hdr, udp, payload).is_err() {
+        return dp.drop_packet();
+    }
     let Ok(p) = parse(payload) else {
         return dp.drop_packet();
     };

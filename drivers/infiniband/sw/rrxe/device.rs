@@ -111,21 +111,18 @@ pub(crate) fn untrack(dev: &Device<RrxeDev>) {
     }
 }
 
-/// Takes a reference to the device over `netdev`, if there is one.
-fn find(netdev: &NetDevice) -> Option<ARef<Device<RrxeDev>>> {
+/// Takes a reference to the device over the net device at `addr`, if any.
+pub(crate) fn find_by_netdev_addr(addr: usize) -> Option<ARef<Device<RrxeDev>>> {
     let list = DEVICES.lock();
-    let e = list.iter().find(|e| e.netdev == netdev.as_raw() as usize)?;
+    let e = list.iter().find(|e| e.netdev == addr)?;
     // SAFETY: `untrack` removes the entry under this lock before the device
     // is freed, so the device's memory is still there.
     unsafe { Device::try_get(e.ib as *mut _) }
 }
 
-/// Takes a reference to the device over the net device at `addr`, if any.
-pub(crate) fn find_by_netdev_addr(addr: usize) -> Option<ARef<Device<RrxeDev>>> {
-    let list = DEVICES.lock();
-    let e = list.iter().find(|e| e.netdev == addr)?;
-    // SAFETY: As in `find`.
-    unsafe { Device::try_get(e.ib as *mut _) }
+/// Takes a reference to the device over `netdev`, if there is one.
+fn find(netdev: &NetDevice) -> Option<ARef<Device<RrxeDev>>> {
+    find_by_netdev_addr(netdev.as_raw() as usize)
 }
 
 /// References to every live device (for the datapath worker).
@@ -133,7 +130,7 @@ pub(crate) fn all() -> KVec<ARef<Device<RrxeDev>>> {
     let list = DEVICES.lock();
     let mut v = KVec::new();
     for e in list.iter() {
-        // SAFETY: As in `find`.
+        // SAFETY: As in `find_by_netdev_addr`.
         if let Some(dev) = unsafe { Device::try_get(e.ib as *mut _) } {
             // Without memory the worker skips devices this round.
             let _ = v.push(dev, GFP_KERNEL);
@@ -149,7 +146,7 @@ pub(crate) fn remove_all() {
         let next = {
             let list = DEVICES.lock();
             let Some(e) = list.first() else { break };
-            // SAFETY: As in `find`.
+            // SAFETY: As in `find_by_netdev_addr`.
             unsafe { Device::<RrxeDev>::try_get(e.ib as *mut _) }
         };
         match next {

@@ -3,9 +3,12 @@
 //! The network path of a connected QP: the IP and UDP headers in front of
 //! every packet it sends.
 
-use crate::proto::{
-    headers::{Ipv4, Udp, ROCE_V2_PORT},
-    icrc,
+use crate::{
+    proto::{
+        headers::{Ipv4, Udp, ROCE_V2_PORT},
+        icrc,
+    },
+    rdma::netdev::NetDevice,
 };
 use kernel::prelude::*;
 
@@ -58,9 +61,18 @@ impl Path {
         UDP_LEN + if self.v4 { IPV4_LEN } else { IPV6_LEN }
     }
 
+    /// Completes `pkt`, a whole packet whose UDP payload (BTH to ICRC) follows
+    /// `header_len()` bytes of room, with its IP and UDP headers and ICRC, and
+    /// sends it out of `netdev`.
+    pub(crate) fn send(&self, netdev: &NetDevice, pkt: &mut [u8]) -> Result {
+        self.write_headers(pkt)?;
+        fill_icrc(pkt)?;
+        crate::net::xmit(netdev, pkt)
+    }
+
     /// Writes the IP and UDP headers into the first `header_len()` bytes of
     /// `pkt`, a whole packet whose UDP payload (BTH to ICRC) follows them.
-    pub(crate) fn write_headers(&self, pkt: &mut [u8]) -> Result {
+    fn write_headers(&self, pkt: &mut [u8]) -> Result {
         let total = pkt.len();
         let ip_len = self.header_len() - UDP_LEN;
         let udp_len = u16::try_from(total - ip_len).map_err(|_| EINVAL)?;
@@ -103,6 +115,6 @@ pub(crate) fn crc32(crc: u32, data: &[u8]) -> u32 {
 }
 
 /// Fills in the ICRC of a whole packet built by `write_headers`.
-pub(crate) fn fill_icrc(pkt: &mut [u8]) -> Result {
+fn fill_icrc(pkt: &mut [u8]) -> Result {
     icrc::fill_ip_packet(&mut crc32, pkt).map_err(|_| EINVAL)
 }

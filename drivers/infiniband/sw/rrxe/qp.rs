@@ -10,11 +10,11 @@
 //! verb returns the worker can no longer reach the rings, CQs or SRQ.
 
 use crate::{
-    cq,
+    cq::complete_or_report,
     datapath::Datapath,
     index::Index,
     params as p,
-    path::{self, Path},
+    path::Path,
     proto::{
         opcode::mask, CompletionSink, Env, NakCode, Packet, QpConfig, QpState, TxSink, WcOpcode, WcStatus,
         WorkCompletion,
@@ -150,25 +150,15 @@ struct Completions<'a> {
     overflow: &'a Cell<bool>,
 }
 
-/// Adds a completion; `false` if the CQ overran (the consumer is then told
-/// with `IB_EVENT_CQ_ERR`, as the spec asks).
-fn complete_or_report(cq: &CqRef<RrxeDev>, wc: &b::ib_uverbs_wc, ibqp: usize) -> bool {
-    if cq::complete(cq, wc, ibqp, false).is_err() {
-        cq.error_event();
-        return false;
-    }
-    true
-}
-
 impl CompletionSink for Completions<'_> {
     fn send_completion(&mut self, wc: &WorkCompletion) {
-        if !complete_or_report(self.send_cq, &wqe::completion(wc, self.qpn, self.src_qp), self.ibqp) {
+        if !complete_or_report(self.send_cq, &wqe::completion(wc, self.qpn, self.src_qp), self.ibqp, false) {
             self.overflow.set(true);
         }
     }
 
     fn recv_completion(&mut self, wc: &WorkCompletion) {
-        if !complete_or_report(self.recv_cq, &wqe::completion(wc, self.qpn, self.src_qp), self.ibqp) {
+        if !complete_or_report(self.recv_cq, &wqe::completion(wc, self.qpn, self.src_qp), self.ibqp, false) {
             self.overflow.set(true);
         }
     }
@@ -194,9 +184,7 @@ impl TxSink for Tx<'_> {
         let Some(pkt) = self.scratch.get_mut(..total) else { return };
         // A packet that cannot be built or sent is lost, as on a wire: the
         // protocol retransmits it.
-        if self.path.write_headers(pkt).is_ok() && path::fill_icrc(pkt).is_ok() {
-            let _ = crate::net::xmit(self.dp.netdev(), pkt);
-        }
+        let _ = self.path.send(self.dp.netdev(), pkt);
     }
 }
 
@@ -215,11 +203,11 @@ fn flushed(wr_id: u64, qpn: u32) -> b::ib_uverbs_wc {
 fn flush_rings(live: &mut Live, qpn: u32, ibqp: usize) {
     if let Some(rq) = &mut live.rq {
         while let Some(wr_id) = rq.pop_wr_id() {
-            complete_or_report(&live.recv_cq, &flushed(wr_id, qpn), ibqp);
+            complete_or_report(&live.recv_cq, &flushed(wr_id, qpn), ibqp, false);
         }
     }
     while let Some(wr_id) = live.sq.pop_wr_id() {
-        complete_or_report(&live.send_cq, &flushed(wr_id, qpn), ibqp);
+        complete_or_report(&live.send_cq, &flushed(wr_id, qpn), ibqp, false);
     }
 }
 
@@ -386,7 +374,8 @@ impl QpCore {
         let pkt = rx.map(|(p, _)| p);
         let Some((deadline, failed, more)) = self.run_engine(live, dp, now, pkt) else { return };
         self.deadline.store(deadline, Ordering::Relaxed);
-        if failed && live.attrs.0.qp_state != b::ib_qp_state_IB_QPS_ERR {
+        // (The QP was not in ERR: that returned above.)
+        if failed {
             live.attrs.0.qp_state = b::ib_qp_state_IB_QPS_ERR;
             live.attrs.0.cur_qp_state = b::ib_qp_state_IB_QPS_ERR;
             self.state.store(b::ib_qp_state_IB_QPS_ERR, Ordering::Release);
@@ -428,7 +417,7 @@ impl QpCore {
         let mut mem = dp.regions.for_pd(self.pd);
         if let Some((pkt, ip)) = rx {
             if !ud::receive(&qp, rq, srq, &mut mem, pkt, ip) {
-                dp.rx_dropped.fetch_add(1, Ordering::Relaxed);
+                dp.drop_packet();
             }
         }
         if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS {

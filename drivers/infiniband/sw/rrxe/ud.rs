@@ -7,10 +7,10 @@
 //! where ib_core and libibverbs look for the sender's address.
 
 use crate::{
-    cq,
+    cq::complete_or_report,
     datapath::Datapath,
     device::RrxeDev,
-    path::{self, Path},
+    path::Path,
     proto::{
         headers::{BthRepr, DethRepr},
         opcode::mask,
@@ -74,12 +74,6 @@ fn completion(qp: &UdQp<'_>, wr_id: u64, status: u32, opcode: u32) -> b::ib_uver
     }
 }
 
-fn deliver(cq: &CqRef<RrxeDev>, wc: &b::ib_uverbs_wc, ibqp: usize, solicited: bool) {
-    if cq::complete(cq, wc, ibqp, solicited).is_err() {
-        cq.error_event();
-    }
-}
-
 /// Sends every WQE waiting in `sq`.
 pub(crate) fn send_all(qp: &UdQp<'_>, ud: &mut Ud, sq: &mut Queue, dp: &Datapath, mem: &mut dyn MemoryAccess) {
     let mut buf = [0u8; wqe::SEND_WQE_READ];
@@ -89,11 +83,13 @@ pub(crate) fn send_all(qp: &UdQp<'_>, ud: &mut Ud, sq: &mut Queue, dp: &Datapath
             Ok(w) => (w.wr_id, send_one(qp, ud, dp, mem, &w).map(|()| w.signaled)),
             Err(bad) => (bad.wr_id, Err(b::ib_wc_status_IB_WC_LOC_QP_OP_ERR)),
         };
-        match result {
-            Ok(false) => {}
-            Ok(true) => deliver(qp.send_cq, &completion(qp, wr_id, b::ib_wc_status_IB_WC_SUCCESS, b::ib_wc_opcode_IB_WC_SEND), qp.ibqp, false),
-            Err(status) => deliver(qp.send_cq, &completion(qp, wr_id, status, b::ib_wc_opcode_IB_WC_SEND), qp.ibqp, false),
-        }
+        let status = match result {
+            Ok(false) => continue,
+            Ok(true) => b::ib_wc_status_IB_WC_SUCCESS,
+            Err(status) => status,
+        };
+        // UD has nothing to stop when a completion is lost: the event says it.
+        let _ = complete_or_report(qp.send_cq, &completion(qp, wr_id, status, b::ib_wc_opcode_IB_WC_SEND), qp.ibqp, false);
     }
 }
 
@@ -139,11 +135,9 @@ fn send_one(qp: &UdQp<'_>, ud: &mut Ud, dp: &Datapath, mem: &mut dyn MemoryAcces
             }
         }
     }
-    path.write_headers(pkt).map_err(|_| op_err)?;
-    path::fill_icrc(pkt).map_err(|_| op_err)?;
     ud.psn = ud.psn.wrapping_add(1) & 0x00ff_ffff;
-    // A datagram that cannot be sent is lost, as UD allows.
-    let _ = crate::net::xmit(dp.netdev(), pkt);
+    // A datagram that cannot be built or sent is lost, as UD allows.
+    let _ = path.send(dp.netdev(), pkt);
     Ok(())
 }
 
@@ -207,10 +201,10 @@ pub(crate) fn receive(
         wc.src_qp = deth.src_qpn;
         wc.wc_flags = b::ib_wc_flags_IB_WC_GRH;
         if let Some(imm) = pkt.hdr.imm {
-            wc.ex.imm_data = u32::from_ne_bytes(imm.to_be_bytes());
+            wc.ex.imm_data = wqe::imm_field(imm);
             wc.wc_flags |= b::ib_wc_flags_IB_WC_WITH_IMM;
         }
     }
-    deliver(qp.recv_cq, &wc, qp.ibqp, pkt.hdr.bth.solicited);
+    let _ = complete_or_report(qp.recv_cq, &wc, qp.ibqp, pkt.hdr.bth.solicited);
     true
 }

@@ -90,6 +90,19 @@ fn sge_or_list(buf: &[u8], dma: usize) -> Option<(Sge, Option<SgeList<'_>>)> {
     }
 }
 
+/// The inline data of a send WQE posted with `IB_SEND_INLINE`: `dma.length`
+/// bytes where the SGEs would be; `None` if that is more than a WQE carries.
+fn inline_data(buf: &[u8]) -> Option<&[u8]> {
+    let len = u32_at(buf, SEND_DMA + DMA_LEN) as usize;
+    let start = SEND_DMA + DMA_SGE;
+    buf.get(start..start + len).filter(|_| len <= MAX_INLINE)
+}
+
+/// Immediate data as a completion entry's `ex.imm_data` holds it (`__be32`).
+pub(crate) fn imm_field(imm: u32) -> u32 {
+    u32::from_ne_bytes(imm.to_be_bytes())
+}
+
 /// A send WQE rrxe cannot execute, with the `wr_id` to complete it with.
 #[derive(Clone, Copy)]
 pub(crate) struct Unsupported {
@@ -105,9 +118,7 @@ pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<(SendWr, Extra<'_>), 
     let bad = Unsupported { wr_id };
     let len = u32_at(buf, SEND_DMA + DMA_LEN);
     let (sge, extra) = if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
-        let start = SEND_DMA + DMA_SGE;
-        let data = buf.get(start..start + len as usize).filter(|_| len as usize <= MAX_INLINE).ok_or(bad)?;
-        (Sge::default(), Extra::Inline(data))
+        (Sge::default(), Extra::Inline(inline_data(buf).ok_or(bad)?))
     } else {
         let (sge, list) = sge_or_list(buf, SEND_DMA).ok_or(bad)?;
         match list {
@@ -184,7 +195,7 @@ pub(crate) fn completion(wc: &WorkCompletion, qpn: u32, src_qp: u32) -> b::ib_uv
         ..Default::default()
     };
     if let Some(imm) = wc.imm {
-        out.ex.imm_data = u32::from_ne_bytes(imm.to_be_bytes());
+        out.ex.imm_data = imm_field(imm);
         out.wc_flags |= b::ib_wc_flags_IB_WC_WITH_IMM;
     } else if let Some(rkey) = wc.invalidated_rkey {
         out.ex.invalidate_rkey = rkey;
@@ -257,10 +268,9 @@ pub(crate) fn ud_send(buf: &[u8], sig_all: bool, kernel: bool) -> Result<UdSend<
         b::ib_wr_opcode_IB_WR_SEND_WITH_IMM => Some(be32_at(buf, EX)),
         _ => return Err(bad),
     };
-    let len = u32_at(buf, SEND_DMA + DMA_LEN) as usize;
     let start = SEND_DMA + DMA_SGE;
     let inline = if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
-        Some(buf.get(start..start + len).filter(|_| len <= MAX_INLINE).ok_or(bad)?)
+        Some(inline_data(buf).ok_or(bad)?)
     } else {
         None
     };
