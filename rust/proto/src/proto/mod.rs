@@ -46,6 +46,6 @@ pub use icrc::{Crc32, IcrcError, IpHeader, SoftCrc32};
 pub use opcode::{opcode_info, OpcodeInfo, Transport};
 pub use packet::{parse, EmitError, Headers, Packet, ParseError};
 pub use psn::{rnr_timer_us, Credits, Msn, NakCode, Psn, Syndrome, RNR_TIMER_US};
-pub use qp::{Counters, Qp, QpConfig, QpError, QpState};
+pub use qp::{Counters, Qp, QpConfig, QpError, QpState, RemoteAccess};
 pub use verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOp};
 pub use wire::HeaderRepr;

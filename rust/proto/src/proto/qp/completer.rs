@@ -79,7 +79,7 @@ impl<const N: usize> Requester<N> {
             }
             let last = w.last_psn();
             if last.before(psn) || (last == psn && kind == Kind::Ack) {
-                self.complete_front(env, cfg, WcStatus::Success);
+                self.complete_front(env, cfg, ctr, WcStatus::Success);
                 progressed = true;
                 continue;
             }
@@ -112,6 +112,7 @@ impl<const N: usize> Requester<N> {
             }
             Kind::Rnr(t) if !missing_rd || w.first_psn == psn => self.rnr(env, cfg, ctr, psn, t),
             Kind::Nak(NakCode::PsnSeqError) if !missing_rd || w.first_psn == psn => {
+                ctr.seq_naks_received = ctr.seq_naks_received.wrapping_add(1);
                 self.retry_from(cfg, ctr, psn)
             }
             _ if missing_rd => {
@@ -136,6 +137,7 @@ impl<const N: usize> Requester<N> {
             return false;
         }
         if self.rnr_left == 0 {
+            ctr.rnr_retry_exceeded = ctr.rnr_retry_exceeded.wrapping_add(1);
             self.error = Some((0, WcStatus::RnrRetryExcErr));
             return true;
         }
@@ -193,7 +195,7 @@ impl<const N: usize> Requester<N> {
         }
         self.comp_psn = psn.next();
         if is_last {
-            self.complete_front(env, cfg, WcStatus::Success);
+            self.complete_front(env, cfg, ctr, WcStatus::Success);
         }
         self.progress(env, cfg);
         false
@@ -220,7 +222,7 @@ impl<const N: usize> Requester<N> {
             self.error = Some((0, WcStatus::LocProtErr));
             return true;
         }
-        self.complete_front(env, cfg, WcStatus::Success);
+        self.complete_front(env, cfg, ctr, WcStatus::Success);
         self.progress(env, cfg);
         false
     }

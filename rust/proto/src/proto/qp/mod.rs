@@ -17,7 +17,7 @@ use responder::Responder;
 
 use crate::proto::env::Env;
 use crate::proto::packet::Packet;
-use crate::proto::verbs::{RecvWr, SendWr};
+use crate::proto::verbs::{RecvWr, SendWr, WcStatus};
 use crate::proto::Transport;
 
 /// Static parameters of a connected QP (from INIT→RTR→RTS modify_qp).
@@ -47,6 +47,30 @@ pub struct QpConfig {
     pub max_rd_atomic: u8,
     /// Maximum unacknowledged packets in flight.
     pub max_inflight_pkts: u32,
+    /// Remote operations the responder executes (the QP's access flags);
+    /// others are answered with an Invalid Request NAK.
+    pub remote: RemoteAccess,
+}
+
+/// Remote operations a QP allows its peer (`IB_ACCESS_REMOTE_*` of the QP's
+/// access flags); the memory region's own flags are checked as well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RemoteAccess {
+    /// RDMA READ.
+    pub read: bool,
+    /// RDMA WRITE.
+    pub write: bool,
+    /// Atomic operations.
+    pub atomic: bool,
+}
+
+impl RemoteAccess {
+    /// Every remote operation allowed.
+    pub const ALL: Self = RemoteAccess {
+        read: true,
+        write: true,
+        atomic: true,
+    };
 }
 
 impl QpConfig {
@@ -65,6 +89,7 @@ impl QpConfig {
             timeout_us: 4_000,
             max_rd_atomic: 4,
             max_inflight_pkts: 64,
+            remote: RemoteAccess::ALL,
         }
     }
 }
@@ -118,6 +143,19 @@ pub struct Counters {
     pub rnr_naks_received: u64,
     /// Stale or unexpected responses ignored by the completer.
     pub stale_responses: u64,
+    /// PSN sequence error NAKs received.
+    pub seq_naks_received: u64,
+    /// Response packets (ACKs, NAKs, READ responses, atomic ACKs) handed
+    /// to the completer.
+    pub responses_received: u64,
+    /// Send requests failed because the transport retries ran out.
+    pub retry_exceeded: u64,
+    /// Send requests failed because the RNR retries ran out.
+    pub rnr_retry_exceeded: u64,
+    /// SEND requests (any flavour) completed successfully.
+    pub sends_sent: u64,
+    /// Receive requests completed successfully (SEND, WRITE with immediate).
+    pub sends_received: u64,
 }
 
 /// An RC queue pair.
@@ -177,10 +215,37 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> Qp<SQ, RQ, RD> {
         self.req.post(env, &self.cfg, self.state, wr)
     }
 
+    /// Fail the QP because of `wr`, a send work request the caller found
+    /// invalid before posting it (a bad local key, too long a message):
+    /// the requests before it are flushed, `wr` completes with `status`
+    /// (or flushed, if the QP had already failed), and everything after it
+    /// is flushed.
+    pub fn post_send_failed(&mut self, env: &mut Env<'_>, wr: SendWr, status: WcStatus) {
+        let status = if self.state == QpState::Error {
+            WcStatus::WrFlushErr
+        } else {
+            status
+        };
+        let queued = self.req.post_failed(wr, status);
+        self.enter_error(env);
+        if !queued {
+            // No room to queue it behind the others: it still completes
+            // after them.
+            env.cq
+                .send_completion(&requester::wc(&self.cfg, &wr, status));
+        }
+    }
+
     /// Queue a receive work request. In the error state it is completed at
     /// once with `WR_FLUSH_ERR`.
     pub fn post_recv(&mut self, env: &mut Env<'_>, wr: RecvWr) -> Result<(), QpError> {
         self.resp.post(env, &self.cfg, self.state, wr)
+    }
+
+    /// Change the remote operations the responder executes (`modify_qp`
+    /// with new access flags).
+    pub fn set_remote_access(&mut self, remote: RemoteAccess) {
+        self.cfg.remote = remote;
     }
 
     /// Receive work requests queued in the QP and not yet consumed.
@@ -229,6 +294,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> Qp<SQ, RQ, RD> {
         }
         self.counters.rx_packets = self.counters.rx_packets.wrapping_add(1);
         let fatal = if pkt.info.is_response() {
+            self.counters.responses_received = self.counters.responses_received.wrapping_add(1);
             self.req
                 .on_response(env, &self.cfg, &mut self.counters, pkt)
         } else {

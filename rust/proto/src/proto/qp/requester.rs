@@ -125,6 +125,26 @@ impl<const N: usize> Requester<N> {
             .map_err(|_| QpError::QueueFull)
     }
 
+    /// Queue `wr`, found invalid before it started, to complete with
+    /// `status` after every request before it when the QP is flushed.
+    /// Returns false if the queue is full.
+    pub(crate) fn post_failed(&mut self, wr: SendWr, status: WcStatus) -> bool {
+        let idx = self.q.len();
+        let w = SendWqe {
+            wr,
+            first_psn: Psn::new(0),
+            npkts: 0,
+            started: false,
+        };
+        if self.q.push(w).is_err() {
+            return false;
+        }
+        if self.error.is_none() {
+            self.error = Some((idx, status));
+        }
+        true
+    }
+
     pub(crate) fn is_idle(&self) -> bool {
         self.q.is_empty()
     }
@@ -174,6 +194,7 @@ impl<const N: usize> Requester<N> {
             return false;
         }
         if self.retry_left == 0 {
+            ctr.retry_exceeded = ctr.retry_exceeded.wrapping_add(1);
             self.error = Some((0, WcStatus::RetryExcErr));
             return true;
         }
@@ -221,8 +242,22 @@ impl<const N: usize> Requester<N> {
     }
 
     /// Pop the oldest WQE and report it.
-    pub(super) fn complete_front(&mut self, env: &mut Env<'_>, cfg: &QpConfig, status: WcStatus) {
+    pub(super) fn complete_front(
+        &mut self,
+        env: &mut Env<'_>,
+        cfg: &QpConfig,
+        ctr: &mut Counters,
+        status: WcStatus,
+    ) {
         let Some(w) = self.q.pop() else { return };
+        if status == WcStatus::Success
+            && matches!(
+                w.wr.op,
+                WrOp::Send | WrOp::SendWithImm(_) | WrOp::SendWithInv(_)
+            )
+        {
+            ctr.sends_sent = ctr.sends_sent.wrapping_add(1);
+        }
         self.send_rel = self.send_rel.saturating_sub(1);
         self.error = self.error.and_then(|(i, s)| Some((i.checked_sub(1)?, s)));
         if w.started {

@@ -211,6 +211,14 @@ impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
         if !seq_ok || !len_ok {
             return self.fatal(ctr, psn, NakCode::InvalidRequest);
         }
+        // Operations the QP does not enable are invalid requests (as if the
+        // opcode were not supported), checked before any resource is used.
+        let enabled = (!info.has(mask::READ) || cfg.remote.read)
+            && (!info.has(mask::WRITE) || cfg.remote.write)
+            && (!info.has(mask::ATOMIC) || cfg.remote.atomic);
+        if !enabled {
+            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+        }
         if info.has(mask::RWR) && self.rq.is_empty() {
             ctr.rnr_naks_sent = ctr.rnr_naks_sent.wrapping_add(1);
             self.nak_sent = false;
@@ -263,6 +271,22 @@ impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
             self.rq_error = Some(WcStatus::LocLenErr);
             return self.fatal(ctr, psn, NakCode::InvalidRequest);
         }
+        // The whole receive buffer is checked before its first byte is
+        // written, so a bad one is never written in part.
+        if off == 0
+            && env
+                .mem
+                .check(
+                    wqe.sge.lkey,
+                    wqe.sge.addr,
+                    wqe.sge.length,
+                    Access::LocalWrite,
+                )
+                .is_err()
+        {
+            self.rq_error = Some(WcStatus::LocProtErr);
+            return self.fatal(ctr, psn, NakCode::RemoteOpError);
+        }
         let va = wqe.sge.addr.wrapping_add(u64::from(off));
         if plen > 0
             && env
@@ -284,6 +308,7 @@ impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
             wc.invalidated_rkey = pkt.hdr.ieth;
             let _ = self.rq.pop();
             env.cq.recv_completion(&wc);
+            ctr.sends_received = ctr.sends_received.wrapping_add(1);
             self.msn = self.msn.next();
             self.cur = InMsg::None;
         } else {
@@ -338,6 +363,7 @@ impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
                 wc.byte_len = len;
                 wc.imm = Some(imm);
                 env.cq.recv_completion(&wc);
+                ctr.sends_received = ctr.sends_received.wrapping_add(1);
             }
             self.msn = self.msn.next();
             self.cur = InMsg::None;
