@@ -14,7 +14,7 @@ export RRXE_OUT ?= $(REPO)/out
 KERNEL_VARIANT ?= normal
 export KERNEL_VARIANT
 
-.PHONY: all help setup kernel module initramfs run check bench shell host-test clean
+.PHONY: all help setup kernel module initramfs run check bench shell host-test fmt clean
 
 all: module
 
@@ -24,6 +24,7 @@ help:
 	@echo "make bench          perftest rrxe vs rxe in one guest: medians and ratios"
 	@echo "                    (BENCH_ARGS='--rounds 2 --tests ib_send_lat', see --help)"
 	@echo "make shell          interactive guest console with rrxe loaded"
+	@echo "make fmt            rustfmt every Rust file (kernel settings, .rustfmt.toml)"
 	@echo "make setup|kernel|module|initramfs   individual steps"
 	@echo "KERNEL_VARIANT=debug  use the KASAN/lockdep/kmemleak kernel"
 
@@ -38,6 +39,14 @@ module: setup
 
 initramfs: setup
 	tools/initramfs/build.sh
+
+# The module's crate root pulls in rust/rdma and rust/proto by path, so rustfmt
+# on it formats all of the module's Rust code.
+MODULE_ROOT := drivers/infiniband/sw/rrxe/rrxe_main.rs
+
+fmt:
+	cargo fmt --all
+	rustfmt $(MODULE_ROOT)
 
 host-test: setup
 	cargo fmt --all --check

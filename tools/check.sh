@@ -32,6 +32,9 @@ step() {
 step setup tools/setup.sh || { echo "setup failed: nothing else can run"; }
 if grep -q '^PASS setup' "$results"; then
     step host-fmt cargo fmt --all --check
+    # The module's Rust (driver, rust/rdma) under the same settings; the crate
+    # root pulls in every file by path. `make fmt` fixes what this finds.
+    step module-fmt rustfmt --check drivers/infiniband/sw/rrxe/rrxe_main.rs
     step host-clippy cargo clippy --workspace --all-targets -- -D warnings
     step host-test cargo test --workspace
     # Show cargo's own test summary lines in the main output.
