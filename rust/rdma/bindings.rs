@@ -16,6 +16,8 @@
     unsafe_op_in_unsafe_fn,
     improper_ctypes,
     clippy::all,
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
     clippy::undocumented_unsafe_blocks,
     clippy::ptr_as_ptr,
     clippy::ref_as_ptr,

@@ -123,7 +123,9 @@ impl<T: Driver> Device<T> {
         let ret = to_result(ret).and_then(|()| {
             // SAFETY: `ib` is fully set up; a NULL DMA device makes ib_core use
             // virtual addresses in SGEs, which is what a software device wants.
-            to_result(unsafe { b::ib_register_device(ib.as_ptr(), name.as_char_ptr(), ptr::null_mut()) })
+            to_result(unsafe {
+                b::ib_register_device(ib.as_ptr(), name.as_char_ptr(), ptr::null_mut())
+            })
         });
         if let Err(e) = ret {
             // SAFETY: Registration failed, so the caller still owns `ib`;
@@ -195,8 +197,9 @@ impl DeviceSetup<'_> {
 
     /// Sets the node description shown by `ibv_devinfo -v`.
     pub fn node_desc(&mut self, desc: &[u8]) {
-        let n = desc.len().min(self.dev.node_desc.len() - 1);
-        for (d, s) in self.dev.node_desc.iter_mut().zip(&desc[..n]) {
+        // Room for the terminating NUL, which the zeroed device provides.
+        let n = desc.len().min(self.dev.node_desc.len().saturating_sub(1));
+        for (d, s) in self.dev.node_desc.iter_mut().zip(desc.iter().take(n)) {
             *d = *s as kernel::ffi::c_char;
         }
     }

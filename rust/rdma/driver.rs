@@ -18,6 +18,7 @@ use super::{
     mmap::UserBuf,
     object::Object,
     qp::{AhAttr, QpAttr, QpInit, SrqInit},
+    stats::{self, CounterDesc},
     udata::Udata,
     wr::{RecvWr, SendWr},
 };
@@ -347,6 +348,15 @@ pub trait Driver: Sized + Send + Sync + 'static {
         udata: &mut Udata,
     ) -> Result<NewMr<Self::Mr>>;
 
+    /// Names of each port's hardware counters, in the order
+    /// [`Driver::get_hw_stats`] fills them.
+    const HW_COUNTERS: &'static [CounterDesc] = &[];
+    /// Fills the current values of port `port`'s hardware counters; `out` has
+    /// one element per entry of [`Driver::HW_COUNTERS`].
+    fn get_hw_stats(_dev: &Device<Self>, _port: u32, _out: &mut [u64]) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
     /// Called once the device is registered, before ib_core's clients see it.
     fn enable(_dev: &Device<Self>) -> Result {
         Ok(())
@@ -399,7 +409,10 @@ impl<T: Driver> OpsTable<T> {
             modify_qp: op!(T::HAS_MODIFY_QP, Self::modify_qp),
             query_qp: op!(T::HAS_QUERY_QP, Self::query_qp),
             destroy_qp: op!(T::HAS_CREATE_QP, Self::destroy_qp),
-            post_send: op!(T::HAS_POST_SEND_DOORBELL || T::HAS_POST_SEND, Self::post_send),
+            post_send: op!(
+                T::HAS_POST_SEND_DOORBELL || T::HAS_POST_SEND,
+                Self::post_send
+            ),
             post_recv: op!(T::HAS_POST_RECV, Self::post_recv),
             poll_cq: op!(T::HAS_POLL_CQ, Self::poll_cq),
             get_dma_mr: op!(T::HAS_GET_DMA_MR, Self::get_dma_mr),
@@ -412,6 +425,8 @@ impl<T: Driver> OpsTable<T> {
             destroy_ah: op!(T::HAS_CREATE_AH, Self::destroy_ah),
             reg_user_mr: op!(T::HAS_REG_USER_MR, Self::reg_user_mr),
             dereg_mr: op!(T::HAS_REG_USER_MR, Self::dereg_mr),
+            alloc_hw_port_stats: op!(T::HAS_GET_HW_STATS, Self::alloc_hw_port_stats),
+            get_hw_stats: op!(T::HAS_GET_HW_STATS, Self::get_hw_stats),
             enable_driver: Some(Self::enable_driver),
             dealloc_driver: Some(Self::dealloc_driver),
             size_ib_ucontext: Ucontext::<T>::SIZE,
@@ -456,7 +471,11 @@ impl<T: Driver> OpsTable<T> {
     /// # Safety
     ///
     /// Only called by ib_core, as the `query_port` callback of a device of driver `T`.
-    unsafe extern "C" fn query_port(ib: *mut b::ib_device, port: u32, attr: *mut b::ib_port_attr) -> c_int {
+    unsafe extern "C" fn query_port(
+        ib: *mut b::ib_device,
+        port: u32,
+        attr: *mut b::ib_port_attr,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: ib_core passes a live device and a valid, zeroed buffer.
             let (dev, attr) = unsafe { (Self::dev(ib), &mut *attr) };
@@ -484,7 +503,12 @@ impl<T: Driver> OpsTable<T> {
     /// # Safety
     ///
     /// Only called by ib_core, as the `query_pkey` callback of a device of driver `T`.
-    unsafe extern "C" fn query_pkey(ib: *mut b::ib_device, port: u32, index: u16, pkey: *mut u16) -> c_int {
+    unsafe extern "C" fn query_pkey(
+        ib: *mut b::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: ib_core passes a live device.
             let val = T::query_pkey(unsafe { Self::dev(ib) }, port, index)?;
@@ -509,7 +533,10 @@ impl<T: Driver> OpsTable<T> {
     /// # Safety
     ///
     /// Only called by ib_core, as the `alloc_ucontext` callback of a device of driver `T`.
-    unsafe extern "C" fn alloc_ucontext(ctx: *mut b::ib_ucontext, udata: *mut b::ib_udata) -> c_int {
+    unsafe extern "C" fn alloc_ucontext(
+        ctx: *mut b::ib_ucontext,
+        udata: *mut b::ib_udata,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: ib_core passes a freshly allocated context of
             // `size_ib_ucontext` bytes whose `device` is set, and a valid udata.
@@ -587,7 +614,11 @@ impl<T: Driver> OpsTable<T> {
             // SAFETY: ib_core passes a freshly allocated CQ whose `device` is
             // set, valid attributes and a NULL or valid attribute bundle.
             let (dev, attr, mut udata) = unsafe {
-                (Self::dev((*cq).device), &*attr, Udata::from_raw(b::rrxe_bundle_udata(bundle)))
+                (
+                    Self::dev((*cq).device),
+                    &*attr,
+                    Udata::from_raw(b::rrxe_bundle_udata(bundle)),
+                )
             };
             let mut cqe = 0;
             let data = T::create_cq(dev, attr, &mut cqe, &mut udata)?;
@@ -616,7 +647,11 @@ impl<T: Driver> OpsTable<T> {
     /// # Safety
     ///
     /// Only called by ib_core, as the `resize_user_cq` callback of a device of driver `T`.
-    unsafe extern "C" fn resize_cq(cq: *mut b::ib_cq, cqe: c_uint, udata: *mut b::ib_udata) -> c_int {
+    unsafe extern "C" fn resize_cq(
+        cq: *mut b::ib_cq,
+        cqe: c_uint,
+        udata: *mut b::ib_udata,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: `create_cq` succeeded for `cq`; `udata` is NULL or valid.
             let (obj, mut udata) = unsafe { (Cq::<T>::from_raw(cq), Udata::from_raw(udata)) };
@@ -650,15 +685,25 @@ impl<T: Driver> OpsTable<T> {
             // SAFETY: ib_core passes a freshly allocated QP whose `pd` is set
             // (and holds references on its PD, CQs and SRQ), valid initial
             // attributes and a NULL or valid udata.
-            let (pd, send_cq, recv_cq) =
-                unsafe { (Pd::<T>::from_raw((*qp).pd), (*init).send_cq, (*init).recv_cq) };
+            let (pd, send_cq, recv_cq) = unsafe {
+                (
+                    Pd::<T>::from_raw((*qp).pd),
+                    (*init).send_cq,
+                    (*init).recv_cq,
+                )
+            };
             // SAFETY: ib_core holds use counts on the QP's CQs for its lifetime.
             let (send_cq, recv_cq) = unsafe { (CqRef::new(send_cq), CqRef::new(recv_cq)) };
             let (Some(send_cq), Some(recv_cq)) = (send_cq, recv_cq) else {
                 return Err(EINVAL);
             };
             // SAFETY: As above, `init` and `udata` are valid for the call.
-            let (mut init, mut udata) = unsafe { (QpInit::<'_>::new(&mut *init, qp as usize), Udata::from_raw(udata)) };
+            let (mut init, mut udata) = unsafe {
+                (
+                    QpInit::<'_>::new(&mut *init, qp as usize),
+                    Udata::from_raw(udata),
+                )
+            };
             // SAFETY: ib_core holds a use count on the QP's SRQ (if any) for
             // the QP's lifetime and refuses to destroy an SRQ in use.
             let srq = unsafe { SrqRef::new(init.srq()) };
@@ -684,8 +729,13 @@ impl<T: Driver> OpsTable<T> {
         from_result(|| {
             // SAFETY: `create_qp` succeeded for `qp`; the other arguments are
             // valid for the call.
-            let (obj, attr, mut udata) =
-                unsafe { (Qp::<T>::from_raw(qp), QpAttr::new(&*attr), Udata::from_raw(udata)) };
+            let (obj, attr, mut udata) = unsafe {
+                (
+                    Qp::<T>::from_raw(qp),
+                    QpAttr::new(&*attr),
+                    Udata::from_raw(udata),
+                )
+            };
             T::modify_qp(obj, &attr, mask as u32, &mut udata)?;
             Ok(0)
         })
@@ -798,7 +848,12 @@ impl<T: Driver> OpsTable<T> {
             }
             // SAFETY: `create_cq` succeeded for `cq`; ib_core passes room for
             // `num` completions.
-            let (obj, out) = unsafe { (Cq::<T>::from_raw(cq), core::slice::from_raw_parts_mut(wc, n)) };
+            let (obj, out) = unsafe {
+                (
+                    Cq::<T>::from_raw(cq),
+                    core::slice::from_raw_parts_mut(wc, n),
+                )
+            };
             let got = T::poll_cq(obj, out)?;
             Ok(got.min(n) as c_int)
         })
@@ -844,7 +899,11 @@ impl<T: Driver> OpsTable<T> {
             // SAFETY: ib_core passes a freshly allocated SRQ whose `pd` is set,
             // valid initial attributes and a NULL or valid udata.
             let (pd, mut init, mut udata) = unsafe {
-                (Pd::<T>::from_raw((*srq).pd), SrqInit::<'_>::new(&mut *init), Udata::from_raw(udata))
+                (
+                    Pd::<T>::from_raw((*srq).pd),
+                    SrqInit::<'_>::new(&mut *init),
+                    Udata::from_raw(udata),
+                )
             };
             let data = T::create_srq(pd, &mut init, &mut udata)?;
             // SAFETY: `srq` was allocated with `Srq::<T>::SIZE` bytes.
@@ -865,7 +924,8 @@ impl<T: Driver> OpsTable<T> {
         from_result(|| {
             // SAFETY: `create_srq` succeeded for `srq`; the other arguments are
             // valid for the call.
-            let (obj, attr, mut udata) = unsafe { (Srq::<T>::from_raw(srq), &*attr, Udata::from_raw(udata)) };
+            let (obj, attr, mut udata) =
+                unsafe { (Srq::<T>::from_raw(srq), &*attr, Udata::from_raw(udata)) };
             T::modify_srq(obj, attr, mask, &mut udata)?;
             Ok(0)
         })
@@ -904,8 +964,13 @@ impl<T: Driver> OpsTable<T> {
         from_result(|| {
             // SAFETY: ib_core passes a freshly allocated AH whose `pd` is set,
             // an init attribute whose `ah_attr` is valid, and a NULL or valid udata.
-            let (pd, attr, mut udata) =
-                unsafe { (Pd::<T>::from_raw((*ah).pd), &*(*init).ah_attr, Udata::from_raw(udata)) };
+            let (pd, attr, mut udata) = unsafe {
+                (
+                    Pd::<T>::from_raw((*ah).pd),
+                    &*(*init).ah_attr,
+                    Udata::from_raw(udata),
+                )
+            };
             let data = T::create_ah(pd, &AhAttr::new(attr), &mut udata)?;
             // SAFETY: `ah` was allocated with `Ah::<T>::SIZE` bytes.
             unsafe { Ah::<T>::init_value(ah, data) };
@@ -940,7 +1005,14 @@ impl<T: Driver> OpsTable<T> {
             }
             // SAFETY: ib_core passes a live PD and a NULL or valid udata.
             let (pd, mut udata) = unsafe { (Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
-            Self::boxed_mr(T::reg_user_mr(pd, start, length, iova, access as u32, &mut udata)?)
+            Self::boxed_mr(T::reg_user_mr(
+                pd,
+                start,
+                length,
+                iova,
+                access as u32,
+                &mut udata,
+            )?)
         })();
         match res {
             Ok(mr) => mr,
@@ -956,6 +1028,52 @@ impl<T: Driver> OpsTable<T> {
         // ib_core drops it once.
         unsafe { Mr::<T>::free_boxed(mr) };
         0
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `alloc_hw_port_stats` callback of a device of driver `T`.
+    unsafe extern "C" fn alloc_hw_port_stats(
+        _ib: *mut b::ib_device,
+        _port: u32,
+    ) -> *mut b::rdma_hw_stats {
+        let Ok(n) = c_int::try_from(T::HW_COUNTERS.len()) else {
+            return core::ptr::null_mut();
+        };
+        // SAFETY: The descriptor table is static, as ib_core requires (it
+        // keeps the pointer until the device is freed); it has `n` entries.
+        // The result is NULL or a structure ib_core owns and frees.
+        unsafe {
+            b::rdma_alloc_hw_stats_struct(
+                CounterDesc::table_ptr(T::HW_COUNTERS),
+                n,
+                b::RDMA_HW_STATS_DEFAULT_LIFESPAN as c_ulong,
+            )
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `get_hw_stats` callback of a device of driver `T`.
+    unsafe extern "C" fn get_hw_stats(
+        ib: *mut b::ib_device,
+        stats: *mut b::rdma_hw_stats,
+        port: u32,
+        _index: c_int,
+    ) -> c_int {
+        from_result(|| {
+            if stats.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: ib_core passes a live device and a structure from
+            // `alloc_hw_port_stats`, under its lock.
+            let (dev, values) = unsafe { (Self::dev(ib), stats::values(stats)) };
+            let n = values.len().min(T::HW_COUNTERS.len());
+            let out = values.get_mut(..n).ok_or(EINVAL)?;
+            T::get_hw_stats(dev, port, out)?;
+            // All counters were updated.
+            c_int::try_from(n).map_err(|_| EINVAL)
+        })
     }
 
     /// # Safety

@@ -54,7 +54,8 @@ impl UserBuf {
             return Err(EINVAL);
         }
         // SAFETY: `vmalloc_user` has no preconditions; it returns zeroed memory.
-        let buf = NonNull::new(unsafe { b::rrxe_vmalloc_user(size as c_ulong) }.cast::<u8>()).ok_or(ENOMEM)?;
+        let buf = NonNull::new(unsafe { b::rrxe_vmalloc_user(size as c_ulong) }.cast::<u8>())
+            .ok_or(ENOMEM)?;
         let entry = match KBox::new(
             Entry {
                 rdma: Default::default(),

@@ -18,6 +18,7 @@ pub mod mmap;
 pub mod netdev;
 pub mod object;
 pub mod qp;
+pub mod stats;
 pub mod udata;
 pub mod umem;
 pub mod wr;

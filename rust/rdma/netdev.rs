@@ -146,7 +146,11 @@ impl<H: NetdevHandler> NetdevNotifier<H> {
     /// # Safety
     ///
     /// Only called by the notifier chain, as the callback of the registered notifier block.
-    unsafe extern "C" fn call(nb: *mut b::notifier_block, event: c_ulong, info: *mut c_void) -> c_int {
+    unsafe extern "C" fn call(
+        nb: *mut b::notifier_block,
+        event: c_ulong,
+        info: *mut c_void,
+    ) -> c_int {
         // SAFETY: `nb` is the `nb` field of a registered `NetdevNotifier<H>`.
         let this = unsafe { &*kernel::container_of!(Opaque::cast_from(nb), Self, nb) };
         let ev = match event as u32 {

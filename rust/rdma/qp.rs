@@ -160,7 +160,6 @@ fn ah_source_gid(attr: &b::rdma_ah_attr) -> Option<[u8; 16]> {
     Some(unsafe { (*entry).gid.raw })
 }
 
-
 impl Deref for QpAttr<'_> {
     type Target = b::ib_qp_attr;
     fn deref(&self) -> &b::ib_qp_attr {

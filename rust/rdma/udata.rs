@@ -24,7 +24,10 @@ pub unsafe trait UserPod: Copy + Default {
         // SAFETY: `Self` has no padding (trait requirement), so all of its
         // `size_of` bytes are initialised.
         unsafe {
-            core::slice::from_raw_parts(core::ptr::from_ref(self).cast::<u8>(), core::mem::size_of::<Self>())
+            core::slice::from_raw_parts(
+                core::ptr::from_ref(self).cast::<u8>(),
+                core::mem::size_of::<Self>(),
+            )
         }
     }
 }
@@ -85,8 +88,9 @@ impl Udata {
             // SAFETY: `inbuf` is a user pointer of `inlen` bytes; the range
             // starts `size` bytes in and is `inlen - size` long.
             let tail = unsafe { u.inbuf.cast::<u8>().add(size) };
+            let tail_len = u.inlen.saturating_sub(size);
             // SAFETY: `tail` is a user pointer valid for `inlen - size` bytes.
-            if !unsafe { b::rrxe_user_buffer_is_zero(tail.cast(), u.inlen - size) } {
+            if !unsafe { b::rrxe_user_buffer_is_zero(tail.cast(), tail_len) } {
                 return Err(EOPNOTSUPP);
             }
         }

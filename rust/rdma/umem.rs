@@ -43,7 +43,9 @@ impl Umem {
         let len = usize::try_from(len).map_err(|_| EINVAL)?;
         // SAFETY: `dev` is a live device; ib_core validates the range against
         // the caller's address space and returns an error pointer on failure.
-        let raw = from_err_ptr(unsafe { b::rrxe_umem_get(dev.as_raw(), addr as c_ulong, len, access as c_int) })?;
+        let raw = from_err_ptr(unsafe {
+            b::rrxe_umem_get(dev.as_raw(), addr as c_ulong, len, access as c_int)
+        })?;
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
         // From here on `release` undoes the pinning on every error path.
         let release = |e| {
@@ -55,7 +57,13 @@ impl Umem {
         let n = unsafe { b::rrxe_umem_num_pages(raw.as_ptr()) } as usize;
         let mut pages = KVec::with_capacity(n, GFP_KERNEL).map_err(|e| release(e.into()))?;
         // SAFETY: `pages` has room for `n` pointers; the shim writes at most `n`.
-        let got = unsafe { b::rrxe_umem_pages(raw.as_ptr(), pages.spare_capacity_mut().as_mut_ptr().cast(), n as c_ulong) };
+        let got = unsafe {
+            b::rrxe_umem_pages(
+                raw.as_ptr(),
+                pages.spare_capacity_mut().as_mut_ptr().cast(),
+                n as c_ulong,
+            )
+        };
         if got as usize != n {
             return Err(release(EFAULT));
         }
@@ -92,14 +100,19 @@ impl Umem {
         if end > self.len {
             return Err(EFAULT);
         }
-        let mut done = 0;
+        // `first + end` fits: the pinned pages cover `first + self.len` bytes.
+        let start = self.first.checked_add(off).ok_or(EFAULT)?;
+        let mut done = 0usize;
         while done < len {
-            let abs = self.first + off + done;
+            let abs = start.checked_add(done).ok_or(EFAULT)?;
             let page = *self.pages.get(abs / PAGE_SIZE).ok_or(EFAULT)?;
             let in_page = abs % PAGE_SIZE;
-            let n = (PAGE_SIZE - in_page).min(len - done);
-            f(page, in_page, done..done + n);
-            done += n;
+            let n = PAGE_SIZE
+                .saturating_sub(in_page)
+                .min(len.saturating_sub(done));
+            let next = done.saturating_add(n);
+            f(page, in_page, done..next);
+            done = next;
         }
         Ok(())
     }
@@ -136,7 +149,7 @@ impl Umem {
     /// Atomically replaces the 8-byte word at `off` (8-aligned in the region's
     /// address space) with `f(old)` and returns `old`.
     pub fn atomic_u64(&self, off: usize, f: impl Fn(u64) -> u64) -> Result<u64> {
-        if (self.first + off) % 8 != 0 {
+        if !self.first.checked_add(off).ok_or(EINVAL)?.is_multiple_of(8) {
             return Err(EINVAL);
         }
         let mut old = 0;

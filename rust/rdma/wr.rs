@@ -11,7 +11,10 @@
 //! take `ib_ud_wr`) and the opcode (`ib_rdma_wr`, `ib_atomic_wr`), as the
 //! ULP contract of `ib_post_send` says.
 
-use super::{bindings as b, driver::{Ah, Driver}};
+use super::{
+    bindings as b,
+    driver::{Ah, Driver},
+};
 use core::marker::PhantomData;
 
 /// A scatter/gather element of a kernel work request.
@@ -103,7 +106,9 @@ impl<'a, T: Driver> SendWr<'a, T> {
         }
         // SAFETY: By the invariant, on a UD/GSI QP the request is the `wr`
         // member of an `ib_ud_wr`.
-        let ud = unsafe { &*kernel::container_of!(core::ptr::from_ref(self.raw).cast_mut(), b::ib_ud_wr, wr) };
+        let ud = unsafe {
+            &*kernel::container_of!(core::ptr::from_ref(self.raw).cast_mut(), b::ib_ud_wr, wr)
+        };
         if ud.ah.is_null() {
             return None;
         }
@@ -129,7 +134,9 @@ impl<'a, T: Driver> SendWr<'a, T> {
             return None;
         }
         // SAFETY: RDMA opcodes are posted in an `ib_rdma_wr` (ULP contract).
-        let r = unsafe { &*kernel::container_of!(core::ptr::from_ref(self.raw).cast_mut(), b::ib_rdma_wr, wr) };
+        let r = unsafe {
+            &*kernel::container_of!(core::ptr::from_ref(self.raw).cast_mut(), b::ib_rdma_wr, wr)
+        };
         Some((r.remote_addr, r.rkey))
     }
 
@@ -137,13 +144,22 @@ impl<'a, T: Driver> SendWr<'a, T> {
     pub fn atomic(&self) -> Option<(u64, u64, u64, u32)> {
         use b::*;
         if self.ud
-            || ![ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP, ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD]
-                .contains(&self.raw.opcode)
+            || ![
+                ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP,
+                ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD,
+            ]
+            .contains(&self.raw.opcode)
         {
             return None;
         }
         // SAFETY: Atomic opcodes are posted in an `ib_atomic_wr` (ULP contract).
-        let a = unsafe { &*kernel::container_of!(core::ptr::from_ref(self.raw).cast_mut(), b::ib_atomic_wr, wr) };
+        let a = unsafe {
+            &*kernel::container_of!(
+                core::ptr::from_ref(self.raw).cast_mut(),
+                b::ib_atomic_wr,
+                wr
+            )
+        };
         Some((a.remote_addr, a.compare_add, a.swap, a.rkey))
     }
 }

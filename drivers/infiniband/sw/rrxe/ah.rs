@@ -52,7 +52,7 @@ impl AhInfo {
 
     /// The structure from bytes written by [`AhInfo::to_bytes`].
     pub(crate) fn from_bytes(b: &[u8]) -> Option<Self> {
-        let b = b.get(..Self::LEN)?;
+        let b: &[u8; Self::LEN] = b.get(..Self::LEN)?.try_into().ok()?;
         let mut info = Self::default();
         info.sgid.copy_from_slice(&b[..16]);
         info.dgid.copy_from_slice(&b[16..32]);
@@ -101,7 +101,10 @@ impl Ah {
         // Providers older than `ah_num` pass no response buffer.
         if udata.outlen() >= core::mem::size_of::<b::rxe_create_ah_resp>() {
             let num = ah.user.as_ref().map_or(0, |(n, _)| n.get());
-            udata.write(&b::rxe_create_ah_resp { ah_num: num, reserved: 0 })?;
+            udata.write(&b::rxe_create_ah_resp {
+                ah_num: num,
+                reserved: 0,
+            })?;
         }
         Ok(ah)
     }

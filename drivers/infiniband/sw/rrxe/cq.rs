@@ -9,8 +9,7 @@ use crate::{
     params as p,
     queue::{KernelSide, Queue, Side},
     rdma::{
-        bindings as b,
-        driver,
+        bindings as b, driver,
         udata::{Udata, UserPod},
     },
     uapi::CQE_SIZE,
@@ -94,8 +93,10 @@ impl Cq {
 
     /// Arms notification; reports whether completions are already waiting.
     pub(crate) fn req_notify(&self, flags: u32) -> bool {
-        self.notify
-            .fetch_or(flags & b::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK, Ordering::AcqRel);
+        self.notify.fetch_or(
+            flags & b::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK,
+            Ordering::AcqRel,
+        );
         if flags & b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS == 0 {
             return false;
         }
@@ -110,13 +111,17 @@ impl Cq {
     /// Takes completions for an in-kernel caller (`poll_cq`).
     pub(crate) fn poll(&self, out: &mut [b::ib_wc]) -> usize {
         let mut guard = self.kernel.lock();
-        let Some(k) = Option::as_mut(&mut *guard) else { return 0 };
-        let mut n = 0;
+        let Some(k) = Option::as_mut(&mut *guard) else {
+            return 0;
+        };
+        let mut n = 0usize;
         for wc in out.iter_mut() {
             // SAFETY: A kernel CQ's ring only ever gets `ib_wc`s (`complete`).
-            let Some(v) = (unsafe { k.pop_value::<b::ib_wc>() }) else { break };
+            let Some(v) = (unsafe { k.pop_value::<b::ib_wc>() }) else {
+                break;
+            };
             *wc = v;
-            n += 1;
+            n = n.saturating_add(1);
         }
         n
     }
@@ -147,7 +152,12 @@ fn kernel_wc(wc: &b::ib_uverbs_wc, qp: usize) -> b::ib_wc {
 
 /// Adds a completion as [`complete`] does; if the CQ overran, tells its
 /// consumer with `IB_EVENT_CQ_ERR` (as the spec asks) and returns `false`.
-pub(crate) fn complete_or_report(cq: &driver::Cq<RrxeDev>, wc: &b::ib_uverbs_wc, qp: usize, solicited: bool) -> bool {
+pub(crate) fn complete_or_report(
+    cq: &driver::Cq<RrxeDev>,
+    wc: &b::ib_uverbs_wc,
+    qp: usize,
+    solicited: bool,
+) -> bool {
     if complete(cq, wc, qp, solicited).is_err() {
         cq.error_event();
         return false;
@@ -159,7 +169,12 @@ pub(crate) fn complete_or_report(cq: &driver::Cq<RrxeDev>, wc: &b::ib_uverbs_wc,
 /// signals the completion event if the CQ was armed for it
 /// (`IB_CQ_NEXT_COMP`, or `IB_CQ_SOLICITED` for a solicited one). A full CQ
 /// drops the completion and returns `ENOSPC`.
-pub(crate) fn complete(cq: &driver::Cq<RrxeDev>, wc: &b::ib_uverbs_wc, qp: usize, solicited: bool) -> Result {
+pub(crate) fn complete(
+    cq: &driver::Cq<RrxeDev>,
+    wc: &b::ib_uverbs_wc,
+    qp: usize,
+    solicited: bool,
+) -> Result {
     let data = cq.data();
     if data.is_kernel {
         data.ring.lock().push_value(&kernel_wc(wc, qp))?;

@@ -16,6 +16,7 @@ use crate::{
     proto::{icrc, parse},
     qp::QpCore,
     rdma::netdev::NetDevice,
+    stats::{Counter, Stats},
 };
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
@@ -38,8 +39,8 @@ pub(crate) struct Datapath {
     /// The addresses of user AHs by number (librxe names them so in WQEs).
     #[pin]
     ahs: Mutex<RBTree<u32, AhInfo>>,
-    /// Packets dropped before reaching a QP (bad ICRC, unknown QP, malformed).
-    pub(crate) rx_dropped: AtomicU64,
+    /// The port counters.
+    pub(crate) stats: Stats,
 }
 
 impl Datapath {
@@ -51,7 +52,7 @@ impl Datapath {
                 qps <- new_mutex!(RBTree::new()),
                 regions <- Regions::new(),
                 ahs <- new_mutex!(RBTree::new()),
-                rx_dropped: AtomicU64::new(0),
+                stats: Stats::new(),
             }),
             GFP_KERNEL,
         )
@@ -75,7 +76,9 @@ impl Datapath {
 
     /// Enters user AH `num`.
     pub(crate) fn add_ah(&self, num: u32, info: AhInfo) -> Result {
-        self.ahs.lock().try_create_and_insert(num, info, GFP_KERNEL)?;
+        self.ahs
+            .lock()
+            .try_create_and_insert(num, info, GFP_KERNEL)?;
         Ok(())
     }
 
@@ -107,9 +110,9 @@ impl Datapath {
         Ok(v)
     }
 
-    /// Counts a packet dropped before or at its QP.
-    pub(crate) fn drop_packet(&self) {
-        self.rx_dropped.fetch_add(1, Ordering::Relaxed);
+    /// Counts a received packet dropped for reason `why`.
+    pub(crate) fn drop_packet(&self, why: Counter) {
+        self.stats.inc(why);
     }
 }
 
@@ -127,20 +130,24 @@ fn receive(pkt: &RxPacket, now: u64) {
     };
     let dp = &dev.data().dp;
     let Ok((hdr, udp, payload)) = icrc::split_ip_packet(pkt.ip()) else {
-        return dp.drop_packet();
+        return dp.drop_packet(Counter::RcvdHdrErr);
     };
     if icrc::verify(&mut path::crc32, hdr, udp, payload).is_err() {
-        return dp.drop_packet();
+        return dp.drop_packet(Counter::RcvdIcrcErr);
     }
     let Ok(p) = parse(payload) else {
-        return dp.drop_packet();
+        return dp.drop_packet(Counter::RcvdHdrErr);
     };
     let ip_hdr = match hdr {
         icrc::IpHeader::V4(h) | icrc::IpHeader::V6(h) => h,
     };
     match dp.qp(p.hdr.bth.dest_qpn) {
-        Some(qp) => qp.service(dp, now, Some((&p, ip_hdr))),
-        None => dp.drop_packet(),
+        Some(qp) => {
+            dp.stats.inc(Counter::RcvdPkts);
+            dp.stats.add(Counter::RcvdBytes, payload.len() as u64);
+            qp.service(dp, now, Some((&p, ip_hdr)));
+        }
+        None => dp.drop_packet(Counter::RcvdNoQp),
     }
 }
 
@@ -171,13 +178,16 @@ static DRAINING: AtomicBool = AtomicBool::new(false);
 /// lets go, so a packet queued meanwhile is not stranded).
 fn drain_rx(now: u64, mut budget: usize) -> bool {
     loop {
-        if DRAINING.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        if DRAINING
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
             return true;
         }
         while budget > 0 {
             let Some(pkt) = RxPacket::pop() else { break };
             receive(&pkt, now);
-            budget -= 1;
+            budget = budget.saturating_sub(1);
         }
         DRAINING.store(false, Ordering::Release);
         if !net::rx_pending() {
@@ -214,7 +224,7 @@ pub(crate) extern "C" fn run() {
         let dp = &dev.data().dp;
         let Ok(qps) = dp.qps() else {
             // Out of memory: come back soon rather than lose the work.
-            next = next.min(now + 1000);
+            next = next.min(now.saturating_add(1000));
             continue;
         };
         for qp in qps.iter() {

@@ -71,14 +71,24 @@ impl RrxeDev {
 
 /// Creates and registers device `name` over `netdev` (`rdma link add`).
 pub(crate) fn add(name: &CStr, netdev: &NetDevice) -> Result {
-    if DEVICES.lock().iter().any(|e| e.netdev == netdev.as_raw() as usize) {
+    if DEVICES
+        .lock()
+        .iter()
+        .any(|e| e.netdev == netdev.as_raw() as usize)
+    {
         return Err(EEXIST);
     }
     let mac = netdev.mac();
     let data = RrxeDev {
         netdev: netdev.into(),
-        qpns: Arc::new(Indices::new(p::MIN_QPN, p::MIN_QPN + p::MAX_QP - 1)?, GFP_KERNEL)?,
-        srqns: Arc::new(Indices::new(p::MIN_SRQN, p::MIN_SRQN + p::MAX_SRQ - 1)?, GFP_KERNEL)?,
+        qpns: Arc::new(
+            Indices::new(p::MIN_QPN, p::MIN_QPN + p::MAX_QP - 1)?,
+            GFP_KERNEL,
+        )?,
+        srqns: Arc::new(
+            Indices::new(p::MIN_SRQN, p::MIN_SRQN + p::MAX_SRQ - 1)?,
+            GFP_KERNEL,
+        )?,
         ahns: Arc::new(Indices::new(1, p::MAX_AH)?, GFP_KERNEL)?,
         mrns: Arc::new(Indices::new(1, p::MAX_MR)?, GFP_KERNEL)?,
         key_variant: AtomicU8::new(0),
@@ -86,7 +96,16 @@ pub(crate) fn add(name: &CStr, netdev: &NetDevice) -> Result {
     };
     Device::register(name, netdev, data, |setup| {
         // Modified EUI-64 from the MAC, as for IPv6 interface identifiers.
-        setup.node_guid([mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]]);
+        setup.node_guid([
+            mac[0] ^ 2,
+            mac[1],
+            mac[2],
+            0xff,
+            0xfe,
+            mac[3],
+            mac[4],
+            mac[5],
+        ]);
         setup.node_desc(b"rrxe");
         setup.node_type_ca();
         setup.allow_user_unregister();
@@ -164,10 +183,18 @@ pub(crate) struct NetdevEvents;
 
 impl NetdevHandler for NetdevEvents {
     fn event(&self, netdev: &NetDevice, event: NetdevEvent) {
-        if event == NetdevEvent::Unregister {
-            if let Some(dev) = find(netdev) {
-                dev.unregister_queued();
+        match event {
+            NetdevEvent::Unregister => {
+                if let Some(dev) = find(netdev) {
+                    dev.unregister_queued();
+                }
             }
+            NetdevEvent::Down => {
+                if let Some(dev) = find(netdev) {
+                    dev.data().dp.stats.inc(crate::stats::Counter::LinkDowned);
+                }
+            }
+            _ => {}
         }
     }
 }

@@ -51,8 +51,16 @@ impl Indices {
                     if let Some(id) = s.pool.find_unused_id(from) {
                         let id = id.as_usize();
                         if id <= self.max && (from == start || id < start) {
-                            let id = s.pool.find_unused_id(id).map(|u| u.acquire()).ok_or(EINVAL)?;
-                            s.next = if id >= self.max { self.min } else { id + 1 };
+                            let id = s
+                                .pool
+                                .find_unused_id(id)
+                                .map(|u| u.acquire())
+                                .ok_or(EINVAL)?;
+                            s.next = if id >= self.max {
+                                self.min
+                            } else {
+                                id.saturating_add(1)
+                            };
                             return u32::try_from(id).map_err(|_| EINVAL);
                         }
                     }

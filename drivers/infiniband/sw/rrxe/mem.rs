@@ -55,7 +55,9 @@ impl Regions {
 
     /// Adds a region.
     pub(crate) fn insert(&self, r: Region) -> Result {
-        self.map.lock().try_create_and_insert(index(r.key), r, GFP_KERNEL)?;
+        self.map
+            .lock()
+            .try_create_and_insert(index(r.key), r, GFP_KERNEL)?;
         Ok(())
     }
 
@@ -103,7 +105,10 @@ impl PdMemory<'_> {
         f: impl FnOnce(&Region, usize) -> Result<R, MemError>,
     ) -> Result<R, MemError> {
         let map = self.regions.map.lock();
-        let r = map.get(&index(key)).filter(|r| r.key == key && r.pd == self.pd).ok_or(MemError::BadKey)?;
+        let r = map
+            .get(&index(key))
+            .filter(|r| r.key == key && r.pd == self.pd)
+            .ok_or(MemError::BadKey)?;
         if !allowed(r, access) {
             return Err(MemError::AccessDenied);
         }
@@ -116,7 +121,7 @@ impl PdMemory<'_> {
         if end > size {
             return Err(MemError::OutOfRange);
         }
-        f(r, off as usize)
+        f(r, usize::try_from(off).map_err(|_| MemError::OutOfRange)?)
     }
 }
 
@@ -138,7 +143,9 @@ impl MemoryAccess for PdMemory<'_> {
                 // SAFETY: A DMA key is only usable by in-kernel callers of
                 // this PD (user space cannot get one), and the verbs contract
                 // makes them name memory they own and keep until completion.
-                unsafe { core::ptr::copy_nonoverlapping(off as *const u8, buf.as_mut_ptr(), buf.len()) };
+                unsafe {
+                    core::ptr::copy_nonoverlapping(off as *const u8, buf.as_mut_ptr(), buf.len())
+                };
                 Ok(())
             }
         })
@@ -152,7 +159,9 @@ impl MemoryAccess for PdMemory<'_> {
             Memory::User(umem) => umem.write(off, data).map_err(|_| MemError::OutOfRange),
             Memory::KernelDma => {
                 // SAFETY: As in `read`.
-                unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), off as *mut u8, data.len()) };
+                unsafe {
+                    core::ptr::copy_nonoverlapping(data.as_ptr(), off as *mut u8, data.len())
+                };
                 Ok(())
             }
         })
@@ -163,7 +172,9 @@ impl MemoryAccess for PdMemory<'_> {
             return Err(MemError::Misaligned);
         }
         self.with(rkey, va, 8, Access::RemoteAtomic, |r, off| match &r.mem {
-            Memory::User(umem) => umem.atomic_u64(off, |old| op.apply(old)).map_err(|_| MemError::Misaligned),
+            Memory::User(umem) => umem
+                .atomic_u64(off, |old| op.apply(old))
+                .map_err(|_| MemError::Misaligned),
             Memory::KernelDma => Err(MemError::AccessDenied),
         })
     }

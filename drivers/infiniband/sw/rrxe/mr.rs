@@ -25,9 +25,23 @@ impl Mr {
     /// Registers `mem` as seen at `iova` with `access` flags in protection
     /// domain `pd`, under a key made of the index and an 8-bit variant (so a
     /// stale key of a freed region with the same index does not match).
-    pub(crate) fn new(index: Index, variant: u8, pd: usize, iova: u64, access: u32, mem: Memory, dp: &Arc<Datapath>) -> Result<Self> {
+    pub(crate) fn new(
+        index: Index,
+        variant: u8,
+        pd: usize,
+        iova: u64,
+        access: u32,
+        mem: Memory,
+        dp: &Arc<Datapath>,
+    ) -> Result<Self> {
         let key = (index.get() << 8) | u32::from(variant);
-        dp.regions.insert(Region { key, pd, iova, access, mem })?;
+        dp.regions.insert(Region {
+            key,
+            pd,
+            iova,
+            access,
+            mem,
+        })?;
         Ok(Self {
             _index: index,
             key,

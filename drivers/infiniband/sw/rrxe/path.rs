@@ -4,11 +4,12 @@
 //! every packet it sends.
 
 use crate::{
+    datapath::Datapath,
     proto::{
         headers::{Ipv4, Udp, ROCE_V2_PORT},
         icrc,
     },
-    rdma::netdev::NetDevice,
+    stats::Counter,
 };
 use kernel::prelude::*;
 
@@ -39,7 +40,14 @@ pub(crate) struct Path {
 
 impl Path {
     /// A path between two GIDs of the same family (`EINVAL` otherwise).
-    pub(crate) fn new(sgid: [u8; 16], dgid: [u8; 16], hop_limit: u8, tclass: u8, flow_label: u32, sport: u16) -> Result<Self> {
+    pub(crate) fn new(
+        sgid: [u8; 16],
+        dgid: [u8; 16],
+        hop_limit: u8,
+        tclass: u8,
+        flow_label: u32,
+        sport: u16,
+    ) -> Result<Self> {
         let v4 = match (ipv4_of(&sgid), ipv4_of(&dgid)) {
             (Some(_), Some(_)) => true,
             (None, None) => false,
@@ -58,25 +66,41 @@ impl Path {
 
     /// Bytes of IP and UDP header in front of the RoCE v2 packet.
     pub(crate) fn header_len(&self) -> usize {
-        UDP_LEN + if self.v4 { IPV4_LEN } else { IPV6_LEN }
+        if self.v4 {
+            IPV4_LEN + UDP_LEN
+        } else {
+            IPV6_LEN + UDP_LEN
+        }
     }
 
     /// Completes `pkt`, a whole packet whose UDP payload (BTH to ICRC) follows
     /// `header_len()` bytes of room, with its IP and UDP headers and ICRC, and
     /// sends it out of `netdev`.
-    pub(crate) fn send(&self, netdev: &NetDevice, pkt: &mut [u8]) -> Result {
+    pub(crate) fn send(&self, dp: &Datapath, pkt: &mut [u8]) -> Result {
         self.write_headers(pkt)?;
         fill_icrc(pkt)?;
-        crate::net::xmit(netdev, pkt)
+        let res = crate::net::xmit(dp.netdev(), pkt);
+        match res {
+            Ok(()) => {
+                dp.stats.inc(Counter::SentPkts);
+                let roce = pkt.len().saturating_sub(self.header_len());
+                dp.stats.add(Counter::SentBytes, roce as u64);
+            }
+            Err(_) => dp.stats.inc(Counter::SendErr),
+        }
+        res
     }
 
     /// Writes the IP and UDP headers into the first `header_len()` bytes of
     /// `pkt`, a whole packet whose UDP payload (BTH to ICRC) follows them.
     fn write_headers(&self, pkt: &mut [u8]) -> Result {
         let total = pkt.len();
-        let ip_len = self.header_len() - UDP_LEN;
-        let udp_len = u16::try_from(total - ip_len).map_err(|_| EINVAL)?;
-        let (ip, rest) = pkt.split_at_mut(ip_len);
+        let ip_len = if self.v4 { IPV4_LEN } else { IPV6_LEN };
+        let udp_len = total
+            .checked_sub(ip_len)
+            .and_then(|l| u16::try_from(l).ok())
+            .ok_or(EINVAL)?;
+        let (ip, rest) = pkt.split_at_mut_checked(ip_len).ok_or(EINVAL)?;
         if self.v4 {
             let mut h = Ipv4::new_checked(&mut *ip).map_err(|_| EINVAL)?;
             h.set_ver_ihl(0x45);
@@ -86,20 +110,24 @@ impl Path {
             h.set_frag(0x4000); // Don't fragment.
             h.set_ttl(self.hop_limit);
             h.set_protocol(IPPROTO_UDP);
-            h.set_src(u32::from_be_bytes([self.src[12], self.src[13], self.src[14], self.src[15]]));
-            h.set_dst(u32::from_be_bytes([self.dst[12], self.dst[13], self.dst[14], self.dst[15]]));
+            let (src, dst) = (&self.src, &self.dst);
+            h.set_src(u32::from_be_bytes([src[12], src[13], src[14], src[15]]));
+            h.set_dst(u32::from_be_bytes([dst[12], dst[13], dst[14], dst[15]]));
             let sum = h.compute_checksum();
             h.set_checksum(sum);
         } else {
             let word = (6u32 << 28) | (u32::from(self.tclass) << 20) | self.flow_label;
-            ip[0..4].copy_from_slice(&word.to_be_bytes());
-            ip[4..6].copy_from_slice(&udp_len.to_be_bytes());
-            ip[6] = IPPROTO_UDP;
-            ip[7] = self.hop_limit;
-            ip[8..24].copy_from_slice(&self.src);
-            ip[24..40].copy_from_slice(&self.dst);
+            let mut h = [0u8; IPV6_LEN];
+            h[0..4].copy_from_slice(&word.to_be_bytes());
+            h[4..6].copy_from_slice(&udp_len.to_be_bytes());
+            h[6] = IPPROTO_UDP;
+            h[7] = self.hop_limit;
+            h[8..24].copy_from_slice(&self.src);
+            h[24..40].copy_from_slice(&self.dst);
+            ip.copy_from_slice(&h);
         }
-        let mut u = Udp::new_checked(&mut rest[..UDP_LEN]).map_err(|_| EINVAL)?;
+        let udp = rest.get_mut(..UDP_LEN).ok_or(EINVAL)?;
+        let mut u = Udp::new_checked(udp).map_err(|_| EINVAL)?;
         u.set_src_port(self.sport);
         u.set_dst_port(ROCE_V2_PORT);
         u.set_length(udp_len);

@@ -16,12 +16,10 @@ use crate::{
     params as p,
     path::Path,
     proto::{
-        opcode::mask, CompletionSink, Env, NakCode, Packet, QpConfig, QpState, TxSink, WcOpcode, WcStatus,
-        WorkCompletion,
+        opcode::mask, Access, CompletionSink, Counters, Env, MemoryAccess, NakCode, Packet,
+        QpConfig, QpState, RemoteAccess, SendWr, TxSink, WcOpcode, WcStatus, WorkCompletion,
     },
     queue::{KernelSide, Queue, Side},
-    staging::Staging,
-    ud::{self, Ud, UdQp},
     rdma::{
         bindings as b,
         driver::{CqRef, SrqRef},
@@ -29,9 +27,11 @@ use crate::{
         udata::Udata,
         wr::{RecvWr as KRecvWr, SendWr as KSendWr},
     },
+    staging::Staging,
+    stats::Counter,
     uapi::{RECV_WQE_HDR, SEND_WQE_HDR, SGE_SIZE},
-    wqe,
-    RrxeDev,
+    ud::{self, Ud, UdQp},
+    wqe, RrxeDev,
 };
 use core::{
     cell::Cell,
@@ -69,6 +69,8 @@ struct Conn {
     scratch: KVec<u8>,
     /// Inline data and long SGE lists of the requests in the engine.
     staging: Staging,
+    /// The engine's counters as last added to the device's.
+    counted: Counters,
 }
 
 /// Everything of a QP that exists until `destroy_qp`.
@@ -152,13 +154,23 @@ struct Completions<'a> {
 
 impl CompletionSink for Completions<'_> {
     fn send_completion(&mut self, wc: &WorkCompletion) {
-        if !complete_or_report(self.send_cq, &wqe::completion(wc, self.qpn, self.src_qp), self.ibqp, false) {
+        if !complete_or_report(
+            self.send_cq,
+            &wqe::completion(wc, self.qpn, self.src_qp),
+            self.ibqp,
+            false,
+        ) {
             self.overflow.set(true);
         }
     }
 
     fn recv_completion(&mut self, wc: &WorkCompletion) {
-        if !complete_or_report(self.recv_cq, &wqe::completion(wc, self.qpn, self.src_qp), self.ibqp, false) {
+        if !complete_or_report(
+            self.recv_cq,
+            &wqe::completion(wc, self.qpn, self.src_qp),
+            self.ibqp,
+            false,
+        ) {
             self.overflow.set(true);
         }
     }
@@ -180,11 +192,13 @@ impl TxSink for Tx<'_> {
     }
 
     fn commit(&mut self) {
-        let total = self.path.header_len() + self.len;
-        let Some(pkt) = self.scratch.get_mut(..total) else { return };
+        let total = self.path.header_len().saturating_add(self.len);
+        let Some(pkt) = self.scratch.get_mut(..total) else {
+            return;
+        };
         // A packet that cannot be built or sent is lost, as on a wire: the
         // protocol retransmits it.
-        let _ = self.path.send(self.dp.netdev(), pkt);
+        let _ = self.path.send(self.dp, pkt);
     }
 }
 
@@ -211,6 +225,35 @@ fn flush_rings(live: &mut Live, qpn: u32, ibqp: usize) {
     }
 }
 
+/// The remote operations the QP's access flags (`IB_ACCESS_REMOTE_*`) allow.
+fn remote_access(flags: i32) -> RemoteAccess {
+    let has = |bit: u32| u32::try_from(flags).is_ok_and(|f| f & bit != 0);
+    RemoteAccess {
+        read: has(b::ib_access_flags_IB_ACCESS_REMOTE_READ),
+        write: has(b::ib_access_flags_IB_ACCESS_REMOTE_WRITE),
+        atomic: has(b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC),
+    }
+}
+
+/// Checks a send request's local buffer (key, protection domain, access,
+/// bounds) and length before it enters the engine; the error is the
+/// completion status the request then gets.
+fn validate_send(mem: &mut dyn MemoryAccess, wr: &SendWr) -> Result<(), WcStatus> {
+    if wr.sge.length > p::MAX_MSG_SIZE {
+        return Err(WcStatus::LocLenErr);
+    }
+    if wr.op.is_atomic() && wr.sge.length != 8 {
+        return Err(WcStatus::LocLenErr);
+    }
+    let access = if wr.op.is_read_or_atomic() {
+        Access::LocalWrite
+    } else {
+        Access::LocalRead
+    };
+    mem.check(wr.sge.lkey, wr.sge.addr, wr.sge.length, access)
+        .map_err(|_| WcStatus::LocProtErr)
+}
+
 /// ACK timeout in µs for the IB `timeout` code (4.096 µs × 2^code; 0 means
 /// infinite, served as a very long timeout).
 fn timeout_us(code: u8) -> u64 {
@@ -221,7 +264,11 @@ fn timeout_us(code: u8) -> u64 {
 }
 
 /// Takes the next receive WQE from the QP's own ring or its SRQ.
-pub(crate) fn take_recv(rq: &mut Option<Queue>, srq: &Option<SrqRef<RrxeDev>>, buf: &mut [u8]) -> bool {
+pub(crate) fn take_recv(
+    rq: &mut Option<Queue>,
+    srq: &Option<SrqRef<RrxeDev>>,
+    buf: &mut [u8],
+) -> bool {
     if let Some(rq) = rq {
         if rq.peek(buf) {
             rq.advance();
@@ -241,11 +288,37 @@ impl QpCore {
     /// The engine part of [`QpCore::service`]: returns the next deadline,
     /// whether the engine failed and whether work is left, or `None` if the
     /// QP is not connected.
-    fn run_engine(&self, live: &mut Live, dp: &Datapath, now: u64, pkt: Option<&Packet<'_>>) -> Option<(u64, bool, bool)> {
-        let Live { attrs, sq, rq, srq, send_cq, recv_cq, conn, .. } = live;
-        let Conn { rc, path, scratch, staging } = conn.as_mut()?;
+    fn run_engine(
+        &self,
+        live: &mut Live,
+        dp: &Datapath,
+        now: u64,
+        pkt: Option<&Packet<'_>>,
+    ) -> Option<(u64, bool, bool)> {
+        let Live {
+            attrs,
+            sq,
+            rq,
+            srq,
+            send_cq,
+            recv_cq,
+            conn,
+            ..
+        } = live;
+        let Conn {
+            rc,
+            path,
+            scratch,
+            staging,
+            counted,
+        } = conn.as_mut()?;
         let overflow = Cell::new(false);
-        let mut tx = Tx { path, dp, scratch, len: 0 };
+        let mut tx = Tx {
+            path,
+            dp,
+            scratch,
+            len: 0,
+        };
         let mut comps = Completions {
             send_cq,
             recv_cq,
@@ -277,8 +350,9 @@ impl QpCore {
         if let Some(pkt) = pkt {
             if pkt.info.has(mask::RWR) && rc.recv_queued() == 0 {
                 let mut buf = [0u8; wqe::RECV_WQE_READ_ALL];
+                let max_sge = srq.as_ref().map_or(self.max_sge.1, |s| s.data().max_sge());
                 if take_recv(rq, srq, &mut buf) {
-                    let wr = match wqe::recv_wr(&buf) {
+                    let wr = match wqe::recv_wr(&buf, max_sge) {
                         Ok((wr, None)) => Ok(wr),
                         Ok((mut wr, Some(list))) => match staging.stage_recv(list) {
                             Some(sge) => {
@@ -312,22 +386,33 @@ impl QpCore {
             let mut buf = [0u8; wqe::SEND_WQE_READ];
             while rc.send_room() > 0 && sq.peek(&mut buf) {
                 sq.advance();
-                let wr = match wqe::send_wr(&buf, self.sq_sig_all) {
+                // Every request is checked before it enters the engine: a bad
+                // one completes at once with its error (after those before
+                // it) instead of failing half way through its packets.
+                let checked = match wqe::send_wr(&buf, self.sq_sig_all, self.max_sge.0) {
                     Ok((mut wr, extra)) => match staging.stage_send(wr.sge, extra) {
                         Some(sge) => {
                             wr.sge = sge;
-                            Ok(wr)
+                            let mut mem = staging.memory(dp.regions.for_pd(self.pd));
+                            validate_send(&mut mem, &wr)
+                                .map(|()| wr)
+                                .map_err(|st| (wr, st))
                         }
-                        None => Err(wr.wr_id),
+                        None => Err((wr, WcStatus::LocQpOpErr)),
                     },
-                    Err(bad) => Err(bad.wr_id),
+                    Err(bad) => Err((bad.placeholder(), WcStatus::LocQpOpErr)),
                 };
                 let mut mem = staging.memory(dp.regions.for_pd(self.pd));
                 let mut env = env!(mem);
-                let posted = wr.and_then(|wr| rc.post_send(&mut env, wr).map_err(|_| wr.wr_id));
-                if let Err(wr_id) = posted {
-                    env.cq.send_completion(&op_err(wr_id, WcOpcode::Send));
-                    rc.enter_error(&mut env);
+                let failed = match checked {
+                    Ok(wr) => rc
+                        .post_send(&mut env, wr)
+                        .err()
+                        .map(|_| (wr, WcStatus::LocQpOpErr)),
+                    Err(bad) => Some(bad),
+                };
+                if let Some((wr, status)) = failed {
+                    rc.post_send_failed(&mut env, wr, status);
                     break;
                 }
             }
@@ -339,6 +424,7 @@ impl QpCore {
         }
         let sent = rc.poll_tx(&mut env, TX_BUDGET);
         self.busy.store(!rc.is_idle(), Ordering::Relaxed);
+        dp.stats.absorb(rc.counters(), counted);
         Some((
             rc.next_deadline().unwrap_or(u64::MAX),
             rc.state() == QpState::Error,
@@ -361,24 +447,40 @@ impl QpCore {
     pub(crate) fn service(&self, dp: &Datapath, now: u64, rx: Option<(&Packet<'_>, &[u8])>) {
         self.doorbell.store(false, Ordering::Release);
         let mut guard = self.live.lock();
-        let Some(live) = Option::as_mut(&mut *guard) else { return };
+        let Some(live) = Option::as_mut(&mut *guard) else {
+            if rx.is_some() {
+                dp.drop_packet(Counter::RcvdNoQp);
+            }
+            return;
+        };
         if live.attrs.0.qp_state == b::ib_qp_state_IB_QPS_ERR {
+            if rx.is_some() {
+                dp.drop_packet(Counter::RcvdNoQp);
+            }
             // Requests posted after the QP failed (kernel callers post and
             // ring without a lock; user space's are flushed by the doorbell).
             flush_rings(live, self.qpn, self.ibqp);
+            return;
+        }
+        if rx.is_some() && live.conn.is_none() && live.ud.is_none() {
+            // Not connected yet (RESET, INIT): nothing can take the packet.
+            dp.drop_packet(Counter::RcvdNoQp);
             return;
         }
         if self.qp_type == b::ib_qp_type_IB_QPT_UD || self.qp_type == b::ib_qp_type_IB_QPT_GSI {
             return self.serve_ud(live, dp, rx);
         }
         let pkt = rx.map(|(p, _)| p);
-        let Some((deadline, failed, more)) = self.run_engine(live, dp, now, pkt) else { return };
+        let Some((deadline, failed, more)) = self.run_engine(live, dp, now, pkt) else {
+            return;
+        };
         self.deadline.store(deadline, Ordering::Relaxed);
         // (The QP was not in ERR: that returned above.)
         if failed {
             live.attrs.0.qp_state = b::ib_qp_state_IB_QPS_ERR;
             live.attrs.0.cur_qp_state = b::ib_qp_state_IB_QPS_ERR;
-            self.state.store(b::ib_qp_state_IB_QPS_ERR, Ordering::Release);
+            self.state
+                .store(b::ib_qp_state_IB_QPS_ERR, Ordering::Release);
             flush_rings(live, self.qpn, self.ibqp);
             // An error the responder found has no completion of its own to
             // report it (IB spec C9-222.1 and friends): an event does.
@@ -403,7 +505,16 @@ impl QpCore {
 impl QpCore {
     /// The UD/GSI part of [`QpCore::service`].
     fn serve_ud(&self, live: &mut Live, dp: &Datapath, rx: Option<(&Packet<'_>, &[u8])>) {
-        let Live { attrs, sq, rq, srq, send_cq, recv_cq, ud, .. } = live;
+        let Live {
+            attrs,
+            sq,
+            rq,
+            srq,
+            send_cq,
+            recv_cq,
+            ud,
+            ..
+        } = live;
         let Some(ud) = ud.as_mut() else { return };
         let qp = UdQp {
             qpn: self.qpn,
@@ -411,13 +522,15 @@ impl QpCore {
             qkey: attrs.0.qkey,
             sig_all: self.sq_sig_all,
             kernel: self.kernel,
+            max_send_sge: self.max_sge.0,
+            max_recv_sge: srq.as_ref().map_or(self.max_sge.1, |s| s.data().max_sge()),
             send_cq,
             recv_cq,
         };
         let mut mem = dp.regions.for_pd(self.pd);
         if let Some((pkt, ip)) = rx {
             if !ud::receive(&qp, rq, srq, &mut mem, pkt, ip) {
-                dp.drop_packet();
+                dp.drop_packet(Counter::RcvdHdrErr);
             }
         }
         if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS {
@@ -445,7 +558,11 @@ impl Qp {
         let qp_type = init.qp_type();
         let kernel = !udata.is_user();
         let gsi = qp_type == b::ib_qp_type_IB_QPT_GSI;
-        let types = [b::ib_qp_type_IB_QPT_RC, b::ib_qp_type_IB_QPT_UC, b::ib_qp_type_IB_QPT_UD];
+        let types = [
+            b::ib_qp_type_IB_QPT_RC,
+            b::ib_qp_type_IB_QPT_UC,
+            b::ib_qp_type_IB_QPT_UD,
+        ];
         // Only ib_core's MAD layer creates the GSI QP, in the kernel.
         if !(types.contains(&qp_type) || (gsi && kernel)) {
             return Err(EOPNOTSUPP);
@@ -477,7 +594,10 @@ impl Qp {
         }
 
         // A send slot holds the WQE header and either the SGEs or inline data.
-        let payload = (cap.max_send_sge as usize * SGE_SIZE).max(cap.max_inline_data as usize);
+        // (Both were checked against the device's limits above.)
+        let payload = (cap.max_send_sge as usize)
+            .saturating_mul(SGE_SIZE)
+            .max(cap.max_inline_data as usize);
         let ring = |n, elem| {
             if kernel {
                 Queue::new_kernel(Side::Consume, n, elem)
@@ -485,14 +605,17 @@ impl Qp {
                 Queue::new(udata, Side::Consume, n, elem)
             }
         };
-        let sq = ring(cap.max_send_wr, SEND_WQE_HDR + payload)?;
+        let sq = ring(cap.max_send_wr, SEND_WQE_HDR.saturating_add(payload))?;
         cap.max_send_wr = sq.capacity();
         cap.max_send_sge = (payload / SGE_SIZE) as u32;
         cap.max_inline_data = payload as u32;
         let rq = if srq.is_some() {
             None
         } else {
-            let rq = ring(cap.max_recv_wr, RECV_WQE_HDR + cap.max_recv_sge as usize * SGE_SIZE)?;
+            let rq = ring(
+                cap.max_recv_wr,
+                RECV_WQE_HDR.saturating_add((cap.max_recv_sge as usize).saturating_mul(SGE_SIZE)),
+            )?;
             cap.max_recv_wr = rq.capacity();
             Some(rq)
         };
@@ -504,7 +627,11 @@ impl Qp {
             udata.write(&resp)?;
         }
         let ksq = kernel.then(|| sq.kernel_side());
-        let krq = if kernel { rq.as_ref().map(Queue::kernel_side) } else { None };
+        let krq = if kernel {
+            rq.as_ref().map(Queue::kernel_side)
+        } else {
+            None
+        };
 
         let mut attrs = b::ib_qp_attr {
             qp_state: b::ib_qp_state_IB_QPS_RESET,
@@ -548,7 +675,12 @@ impl Qp {
         )?;
         dp.add_qp(qpn, core.clone())?;
         let dp = dp.clone();
-        Ok(try_pin_init!(Self { _num: num, cap, core, dp }))
+        Ok(try_pin_init!(Self {
+            _num: num,
+            cap,
+            core,
+            dp
+        }))
     }
 
     /// Validates `attr`/`mask` and applies them (`modify_qp`).
@@ -562,11 +694,12 @@ impl Qp {
         if has(ib_qp_attr_mask_IB_QP_PORT) && attr.port_num != 1 {
             return Err(EINVAL);
         }
-        if has(ib_qp_attr_mask_IB_QP_CAP) && (attr.cap.max_send_wr > self.cap.max_send_wr
-            || attr.cap.max_recv_wr > self.cap.max_recv_wr
-            || attr.cap.max_send_sge > self.cap.max_send_sge
-            || attr.cap.max_recv_sge > self.cap.max_recv_sge
-            || attr.cap.max_inline_data > self.cap.max_inline_data)
+        if has(ib_qp_attr_mask_IB_QP_CAP)
+            && (attr.cap.max_send_wr > self.cap.max_send_wr
+                || attr.cap.max_recv_wr > self.cap.max_recv_wr
+                || attr.cap.max_send_sge > self.cap.max_send_sge
+                || attr.cap.max_recv_sge > self.cap.max_recv_sge
+                || attr.cap.max_inline_data > self.cap.max_inline_data)
         {
             return Err(EINVAL);
         }
@@ -593,7 +726,9 @@ impl Qp {
         if has(ib_qp_attr_mask_IB_QP_PATH_MTU) && attr.path_mtu > ib_mtu_IB_MTU_4096 {
             return Err(EINVAL);
         }
-        if has(ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC) && u32::from(attr.max_rd_atomic) > p::MAX_QP_RD_ATOM {
+        if has(ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC)
+            && u32::from(attr.max_rd_atomic) > p::MAX_QP_RD_ATOM
+        {
             return Err(EINVAL);
         }
         if has(ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC)
@@ -608,7 +743,11 @@ impl Qp {
         let mut guard = self.core.live.lock();
         let st = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
         let cur_attrs = &mut st.attrs.0;
-        let cur = if has(ib_qp_attr_mask_IB_QP_CUR_STATE) { attr.cur_qp_state } else { cur_attrs.qp_state };
+        let cur = if has(ib_qp_attr_mask_IB_QP_CUR_STATE) {
+            attr.cur_qp_state
+        } else {
+            cur_attrs.qp_state
+        };
         let next = if has(STATE) { attr.qp_state } else { cur };
         if !modify_is_ok(cur, next, qp_type, mask) {
             return Err(EINVAL);
@@ -641,6 +780,12 @@ impl Qp {
         if let Some(sgid) = sgid {
             st.sgid = sgid;
         }
+        if has(ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
+            if let Some(conn) = &mut st.conn {
+                conn.rc
+                    .set_remote_access(remote_access(attr.qp_access_flags));
+            }
+        }
         // Responder and initiator depths round up to a power of two.
         if has(ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC) {
             cur_attrs.max_rd_atomic = attr.max_rd_atomic.max(1).next_power_of_two();
@@ -663,7 +808,8 @@ impl Qp {
     /// Moves the QP's datapath along a state transition already validated.
     fn enter(&self, st: &mut Live, cur: u32, next: u32) -> Result {
         let is_rc = self.core.qp_type == b::ib_qp_type_IB_QPT_RC;
-        let is_ud = self.core.qp_type == b::ib_qp_type_IB_QPT_UD || self.core.qp_type == b::ib_qp_type_IB_QPT_GSI;
+        let is_ud = self.core.qp_type == b::ib_qp_type_IB_QPT_UD
+            || self.core.qp_type == b::ib_qp_type_IB_QPT_GSI;
         match next {
             b::ib_qp_state_IB_QPS_RESET => {
                 st.conn = None;
@@ -694,10 +840,22 @@ impl Qp {
                 }
             }
             b::ib_qp_state_IB_QPS_ERR => {
-                if let Some(Conn { rc, path, scratch, staging }) = &mut st.conn {
+                if let Some(Conn {
+                    rc,
+                    path,
+                    scratch,
+                    staging,
+                    ..
+                }) = &mut st.conn
+                {
                     // Work requests the engine holds are older than the rings'.
                     let mut mem = staging.memory(self.dp.regions.for_pd(self.core.pd));
-                    let mut tx = Tx { path, dp: &self.dp, scratch, len: 0 };
+                    let mut tx = Tx {
+                        path,
+                        dp: &self.dp,
+                        scratch,
+                        len: 0,
+                    };
                     let overflow = Cell::new(false);
                     let mut comps = Completions {
                         send_cq: &st.send_cq,
@@ -728,7 +886,9 @@ impl Qp {
     /// Builds the RC engine at the move to RTR, from the attributes so far.
     fn connect(&self, st: &Live) -> Result<Conn> {
         let a = &st.attrs.0;
-        let mtu = 128u32 << a.path_mtu.clamp(b::ib_mtu_IB_MTU_256, b::ib_mtu_IB_MTU_4096);
+        let mtu = 128u32
+            << a.path_mtu
+                .clamp(b::ib_mtu_IB_MTU_256, b::ib_mtu_IB_MTU_4096);
         let qpn = self.core.qpn;
         let dest = a.dest_qp_num & 0x00ff_ffff;
         let grh = &a.ah_attr.grh;
@@ -736,7 +896,14 @@ impl Qp {
         let sport = 0xc000 | ((qpn ^ dest ^ (qpn >> 14)) & 0x3fff) as u16;
         // SAFETY: `raw` is the plain-bytes view of the GID union.
         let dgid = unsafe { grh.dgid.raw };
-        let path = Path::new(st.sgid, dgid, grh.hop_limit, grh.traffic_class, grh.flow_label, sport)?;
+        let path = Path::new(
+            st.sgid,
+            dgid,
+            grh.hop_limit,
+            grh.traffic_class,
+            grh.flow_label,
+            sport,
+        )?;
         let cfg = QpConfig {
             qpn,
             dest_qpn: dest,
@@ -750,6 +917,7 @@ impl Qp {
             timeout_us: timeout_us(a.timeout),
             max_rd_atomic: a.max_rd_atomic.clamp(1, MAX_RD_ATOMIC),
             max_inflight_pkts: 256,
+            remote: remote_access(a.qp_access_flags),
         };
         let rc = KBox::new(RcEngine::new(cfg).map_err(|_| EINVAL)?, GFP_KERNEL)?;
         let mut scratch = KVec::with_capacity(SCRATCH, GFP_KERNEL)?;
@@ -759,6 +927,7 @@ impl Qp {
             path,
             scratch,
             staging: Staging::new()?,
+            counted: Counters::default(),
         })
     }
 
@@ -813,7 +982,9 @@ impl Qp {
         }
         let mut wqe = [0u8; wqe::RECV_WQE_READ_ALL];
         wqe::kernel_recv(&mut wqe, wr, self.core.max_sge.1 as usize)?;
-        Option::as_mut(&mut *self.core.krq.lock()).ok_or(EINVAL)?.push(&wqe)?;
+        Option::as_mut(&mut *self.core.krq.lock())
+            .ok_or(EINVAL)?
+            .push(&wqe)?;
         if self.core.state.load(Ordering::Acquire) == b::ib_qp_state_IB_QPS_ERR {
             self.core.doorbell.store(true, Ordering::Release);
             crate::net::kick();

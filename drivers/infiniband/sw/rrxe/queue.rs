@@ -36,7 +36,10 @@ pub(crate) enum Side {
 enum Storage {
     User(UserBuf),
     /// Kernel memory; `ptr` is the vector's buffer, never reallocated.
-    Kernel { _vec: KVVec<u8>, ptr: *mut u8 },
+    Kernel {
+        _vec: KVVec<u8>,
+        ptr: *mut u8,
+    },
 }
 
 // SAFETY: The kernel buffer is only accessed through raw pointers, with the
@@ -65,7 +68,7 @@ impl Ring {
     /// The 32-bit word at byte `off` of the header.
     fn word(&self, off: usize) -> &AtomicU32 {
         build_assert!(DATA <= 4096);
-        debug_assert!(off % 4 == 0 && off + 4 <= DATA);
+        debug_assert!(off.is_multiple_of(4) && off < DATA);
         // SAFETY: `off` is a 4-aligned offset inside the header, which lies
         // in the buffer (page aligned, or at least 8-aligned kvmalloc memory)
         // that lives as long as `self`; all accesses to it, from both sides,
@@ -74,9 +77,23 @@ impl Ring {
     }
 
     /// The slot at masked index `i`.
+    #[allow(
+        clippy::arithmetic_side_effects,
+        reason = "`geometry` checked that DATA + (mask + 1) << log2_elem fits the buffer"
+    )]
     fn slot(&self, i: u32) -> *mut u8 {
+        let off = DATA + (((i & self.mask) as usize) << self.log2_elem);
         // SAFETY: `i & mask <= mask`, so the slot lies inside the data area.
-        unsafe { self.storage.as_ptr().add(DATA + (((i & self.mask) as usize) << self.log2_elem)) }
+        unsafe { self.storage.as_ptr().add(off) }
+    }
+
+    /// Bytes of the data area (all slots).
+    #[allow(
+        clippy::arithmetic_side_effects,
+        reason = "`geometry` checked that (mask + 1) << log2_elem fits the buffer"
+    )]
+    fn data_len(&self) -> usize {
+        (self.mask as usize + 1) << self.log2_elem
     }
 
     fn elem_size(&self) -> usize {
@@ -97,9 +114,22 @@ pub(crate) struct Queue {
 /// Geometry for at least `n` elements of `elem_size` bytes: slots, element
 /// size and total bytes.
 fn geometry(n: u32, elem_size: usize) -> Result<(u32, usize, usize)> {
-    let slots = n.checked_add(1).and_then(u32::checked_next_power_of_two).ok_or(EINVAL)?;
-    let elem = elem_size.max(MIN_ELEM).checked_next_power_of_two().ok_or(EINVAL)?;
-    let size = (slots as usize).checked_mul(elem).and_then(|d| d.checked_add(DATA)).ok_or(EINVAL)?;
+    let slots = n
+        .checked_add(1)
+        .and_then(u32::checked_next_power_of_two)
+        .ok_or(EINVAL)?;
+    let elem = elem_size
+        .max(MIN_ELEM)
+        .checked_next_power_of_two()
+        .ok_or(EINVAL)?;
+    let size = (slots as usize)
+        .checked_mul(elem)
+        .and_then(|d| d.checked_add(DATA))
+        .ok_or(EINVAL)?;
+    // `struct mminfo` tells user space the size in 32 bits.
+    if u32::try_from(size).is_err() {
+        return Err(EINVAL);
+    }
     Ok((slots, elem, size))
 }
 
@@ -109,7 +139,8 @@ impl Queue {
             Ring {
                 storage,
                 log2_elem: elem.trailing_zeros(),
-                mask: slots - 1,
+                // `geometry` makes `slots` a power of two, at least 1.
+                mask: slots.saturating_sub(1),
             },
             GFP_KERNEL,
         )?;
@@ -160,8 +191,14 @@ impl Queue {
     /// The producer and consumer indices, masked; the driver's own from `own`.
     fn indices(&self) -> (u32, u32) {
         match self.side {
-            Side::Produce => (self.own, self.word(CONSUMER).load(Ordering::Acquire) & self.ring.mask),
-            Side::Consume => (self.word(PRODUCER).load(Ordering::Acquire) & self.ring.mask, self.own),
+            Side::Produce => (
+                self.own,
+                self.word(CONSUMER).load(Ordering::Acquire) & self.ring.mask,
+            ),
+            Side::Consume => (
+                self.word(PRODUCER).load(Ordering::Acquire) & self.ring.mask,
+                self.own,
+            ),
         }
     }
 
@@ -209,7 +246,12 @@ impl Queue {
     pub(crate) fn push_value<T: Copy>(&mut self, v: &T) -> Result {
         // SAFETY: `v` is readable for its size; its bytes (padding included)
         // are copied as raw memory, never viewed as initialised bytes.
-        unsafe { self.push_raw(core::ptr::from_ref(v).cast::<u8>(), core::mem::size_of::<T>()) }
+        unsafe {
+            self.push_raw(
+                core::ptr::from_ref(v).cast::<u8>(),
+                core::mem::size_of::<T>(),
+            )
+        }
     }
 
     /// Takes the next work request of a consumer ring and returns its
@@ -261,7 +303,8 @@ impl Queue {
         match &self.ring.storage {
             Storage::User(buf) => b::mminfo {
                 offset: buf.offset(),
-                size: buf.size() as u32,
+                // `geometry` keeps every ring below 4 GiB.
+                size: u32::try_from(buf.size()).unwrap_or(u32::MAX),
                 pad: 0,
             },
             Storage::Kernel { .. } => b::mminfo::default(),
@@ -271,7 +314,7 @@ impl Queue {
     /// Clears every slot (QP reset); the indices stay where they are, as
     /// user space keeps its own copies of them.
     pub(crate) fn clear(&self) {
-        let len = (self.ring.mask as usize + 1) << self.ring.log2_elem;
+        let len = self.ring.data_len();
         // SAFETY: The data area is `len` bytes after the header, inside the buffer.
         unsafe { core::ptr::write_bytes(self.ring.storage.as_ptr().add(DATA), 0, len) };
     }
@@ -289,7 +332,9 @@ impl Queue {
         for i in 0..count {
             // SAFETY: `slot` keeps both inside their buffers; the element sizes
             // are equal and the buffers are distinct allocations.
-            unsafe { core::ptr::copy_nonoverlapping(self.slot(cons.wrapping_add(i)), new.slot(i), elem) };
+            unsafe {
+                core::ptr::copy_nonoverlapping(self.slot(cons.wrapping_add(i)), new.slot(i), elem)
+            };
         }
         // The new ring holds the elements at 0..count.
         if self.side == Side::Produce {
@@ -347,7 +392,11 @@ impl KernelSide {
         // SAFETY: The slot was published by the producer's release store and
         // holds a `T` (guaranteed by the caller), which fits in it.
         let v = unsafe {
-            core::ptr::copy_nonoverlapping(r.slot(self.own), v.as_mut_ptr().cast::<u8>(), core::mem::size_of::<T>());
+            core::ptr::copy_nonoverlapping(
+                r.slot(self.own),
+                v.as_mut_ptr().cast::<u8>(),
+                core::mem::size_of::<T>(),
+            );
             v.assume_init()
         };
         self.own = self.own.wrapping_add(1) & r.mask;

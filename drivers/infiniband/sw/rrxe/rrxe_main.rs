@@ -8,6 +8,19 @@
 //!
 //! `rdma link add NAME type rrxe netdev DEV` creates a device; it goes away
 //! with `rdma link delete`, when its net device is unregistered, or on `rmmod`.
+//!
+//! Every value from user space or the wire is untrusted, and the kernel is
+//! built with overflow checks (a panic is an oops): the lints below forbid
+//! arithmetic that can overflow, indexing that can go out of bounds, and
+//! `unwrap`/`expect`/`panic` anywhere in the module, `rust/rdma` and
+//! `rust/proto` included. Where a bound is proven, a local `allow` says why.
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use kernel::prelude::*;
 
@@ -31,6 +44,7 @@ mod qp;
 mod queue;
 mod srq;
 mod staging;
+mod stats;
 mod uapi;
 mod ud;
 mod verbs;
@@ -76,7 +90,11 @@ impl kernel::Module for RrxeModule {
         let c_size = unsafe { rdma::bindings::rrxe_sizeof_ib_device() };
         let rust_size = core::mem::size_of::<rdma::bindings::ib_device>();
         if c_size != rust_size {
-            pr_err!("ib_device layout mismatch: C {} bytes, Rust {}\n", c_size, rust_size);
+            pr_err!(
+                "ib_device layout mismatch: C {} bytes, Rust {}\n",
+                c_size,
+                rust_size
+            );
             return Err(EINVAL);
         }
         device::init();

@@ -35,7 +35,11 @@ fn check_wr(max_wr: u32) -> Result {
 
 impl Srq {
     /// Creates an SRQ with its ring mapped into the caller.
-    pub(crate) fn new(num: Index, init: &mut SrqInit<'_>, udata: &mut Udata) -> Result<impl PinInit<Self, Error>> {
+    pub(crate) fn new(
+        num: Index,
+        init: &mut SrqInit<'_>,
+        udata: &mut Udata,
+    ) -> Result<impl PinInit<Self, Error>> {
         if init.srq_type() != b::ib_srq_type_IB_SRQT_BASIC {
             return Err(EOPNOTSUPP);
         }
@@ -47,7 +51,13 @@ impl Srq {
         if attr.max_sge == 0 || attr.max_sge > p::MAX_SRQ_SGE {
             return Err(EINVAL);
         }
-        let ring = Queue::new(udata, Side::Consume, attr.max_wr, RECV_WQE_HDR + attr.max_sge as usize * SGE_SIZE)?;
+        let ring = Queue::new(
+            udata,
+            Side::Consume,
+            attr.max_wr,
+            // `max_sge` was checked against MAX_SRQ_SGE above.
+            RECV_WQE_HDR.saturating_add((attr.max_sge as usize).saturating_mul(SGE_SIZE)),
+        )?;
         if attr.srq_limit > ring.capacity() {
             return Err(EINVAL);
         }
@@ -102,6 +112,11 @@ impl Srq {
             st.limit = 0;
         }
         (true, crossed)
+    }
+
+    /// Most SGEs a receive request of this SRQ may have.
+    pub(crate) fn max_sge(&self) -> u32 {
+        self.max_sge
     }
 
     /// Reports the attributes (`query_srq`).

@@ -69,14 +69,20 @@ fn slot_va(slot: usize) -> u64 {
 }
 
 fn copy_list(dst: &mut [Sge], list: SgeList<'_>) -> Option<(usize, u32)> {
-    let mut n = 0;
+    let mut n = 0usize;
     let mut total = 0u32;
     for s in list.iter() {
         *dst.get_mut(n)? = s;
-        n += 1;
+        n = n.checked_add(1)?;
         total = total.checked_add(s.length)?;
     }
     Some((n, total))
+}
+
+/// The `len` elements of slot `slot` of a store of `width` elements per slot.
+fn slot_range(slot: usize, width: usize, len: usize) -> Option<core::ops::Range<usize>> {
+    let start = slot.checked_mul(width)?;
+    Some(start..start.checked_add(len)?)
 }
 
 impl Staging {
@@ -96,19 +102,28 @@ impl Staging {
     /// Stages what a send request carries besides `sge`; returns the SGE the
     /// engine gets, or `None` if it cannot be staged (too long a list).
     pub(crate) fn stage_send(&mut self, sge: Sge, extra: Extra<'_>) -> Option<Sge> {
-        let slot = self.next_send % SEND_SLOTS;
+        let slot = self.next_send.checked_rem(SEND_SLOTS)?;
         let sge = match extra {
             Extra::None => return Some(sge),
             Extra::Inline(data) => {
-                let off = slot * MAX_INLINE;
-                self.inline.get_mut(off..off + data.len())?.copy_from_slice(data);
-                Sge { addr: slot_va(slot), length: data.len() as u32, lkey: INLINE_KEY }
+                self.inline
+                    .get_mut(slot_range(slot, MAX_INLINE, data.len())?)?
+                    .copy_from_slice(data);
+                Sge {
+                    addr: slot_va(slot),
+                    length: u32::try_from(data.len()).ok()?,
+                    lkey: INLINE_KEY,
+                }
             }
             Extra::List(list) => {
-                let dst = self.send.get_mut(slot * MAX_SGL..(slot + 1) * MAX_SGL)?;
+                let dst = self.send.get_mut(slot_range(slot, MAX_SGL, MAX_SGL)?)?;
                 let (n, total) = copy_list(dst, list)?;
-                self.send_len[slot] = n;
-                Sge { addr: slot_va(slot), length: total, lkey: SEND_SGL_KEY }
+                *self.send_len.get_mut(slot)? = n;
+                Sge {
+                    addr: slot_va(slot),
+                    length: total,
+                    lkey: SEND_SGL_KEY,
+                }
             }
         };
         self.next_send = self.next_send.wrapping_add(1);
@@ -117,12 +132,16 @@ impl Staging {
 
     /// Stages a receive request's scatter list; returns the SGE the engine gets.
     pub(crate) fn stage_recv(&mut self, list: SgeList<'_>) -> Option<Sge> {
-        let slot = self.next_recv % RECV_SLOTS;
-        let dst = self.recv.get_mut(slot * MAX_SGL..(slot + 1) * MAX_SGL)?;
+        let slot = self.next_recv.checked_rem(RECV_SLOTS)?;
+        let dst = self.recv.get_mut(slot_range(slot, MAX_SGL, MAX_SGL)?)?;
         let (n, total) = copy_list(dst, list)?;
-        self.recv_len[slot] = n;
+        *self.recv_len.get_mut(slot)? = n;
         self.next_recv = self.next_recv.wrapping_add(1);
-        Some(Sge { addr: slot_va(slot), length: total, lkey: RECV_SGL_KEY })
+        Some(Sge {
+            addr: slot_va(slot),
+            length: total,
+            lkey: RECV_SGL_KEY,
+        })
     }
 
     /// The memory the engine of a QP of protection domain `pd` reaches.
@@ -132,8 +151,12 @@ impl Staging {
 
     fn list(&self, key: u32, slot: usize) -> Option<&[Sge]> {
         match key {
-            SEND_SGL_KEY => self.send.get(slot * MAX_SGL..slot * MAX_SGL + *self.send_len.get(slot)?),
-            RECV_SGL_KEY => self.recv.get(slot * MAX_SGL..slot * MAX_SGL + *self.recv_len.get(slot)?),
+            SEND_SGL_KEY => self
+                .send
+                .get(slot_range(slot, MAX_SGL, *self.send_len.get(slot)?)?),
+            RECV_SGL_KEY => self
+                .recv
+                .get(slot_range(slot, MAX_SGL, *self.recv_len.get(slot)?)?),
             _ => None,
         }
     }
@@ -145,38 +168,84 @@ pub(crate) struct StagedMemory<'a> {
     st: &'a Staging,
 }
 
+/// One piece of a range of a list's concatenation: the element, the
+/// address in it the piece starts at, where the piece starts in the range,
+/// and its length.
+struct Piece {
+    sge: Sge,
+    va: u64,
+    at: usize,
+    len: usize,
+}
+
 /// Splits `[off, off + len)` of a list's concatenation into per-element
-/// pieces: `(element, offset in it, offset in the range, length)`.
-fn pieces(list: &[Sge], off: u64, len: usize) -> impl Iterator<Item = (Sge, u64, usize, usize)> + '_ {
+/// pieces. The range must lie inside the list (see [`resolve`]); an element
+/// whose address range would pass 2^64 ends the split with `OutOfRange`.
+fn pieces(
+    list: &[Sge],
+    off: u64,
+    len: usize,
+) -> impl Iterator<Item = Result<Piece, MemError>> + '_ {
+    let end = u64::try_from(len).ok().and_then(|l| off.checked_add(l));
     let mut start = 0u64;
     list.iter().filter_map(move |s| {
-        let (lo, hi) = (start, start + u64::from(s.length));
+        let lo = start;
+        let hi = lo.saturating_add(u64::from(s.length));
         start = hi;
+        let end = end?;
         let a = off.max(lo);
-        let b = (off + len as u64).min(hi);
-        (a < b).then(|| (*s, a - lo, (a - off) as usize, (b - a) as usize))
+        let b = end.min(hi);
+        if a >= b {
+            return None;
+        }
+        // `a - lo < s.length` and `a - off`, `b - a` are below `len`.
+        let piece = (|| {
+            Some(Piece {
+                sge: *s,
+                va: s.addr.checked_add(a.checked_sub(lo)?)?,
+                at: usize::try_from(a.checked_sub(off)?).ok()?,
+                len: usize::try_from(b.checked_sub(a)?).ok()?,
+            })
+        })();
+        Some(piece.ok_or(MemError::OutOfRange))
     })
 }
 
 /// The list and range a staged address names, checked against its total.
 fn resolve(st: &Staging, key: u32, va: u64, len: usize) -> Result<(&[Sge], u64), MemError> {
-    let list = st.list(key, (va >> 32) as usize).ok_or(MemError::BadKey)?;
+    let list = st.list(key, slot_of(va)).ok_or(MemError::BadKey)?;
     let off = va & 0xffff_ffff;
-    let total: u64 = list.iter().map(|s| u64::from(s.length)).sum();
-    if off + len as u64 > total {
+    let total = list
+        .iter()
+        .fold(0u64, |t, s| t.saturating_add(u64::from(s.length)));
+    let end = u64::try_from(len)
+        .ok()
+        .and_then(|l| off.checked_add(l))
+        .ok_or(MemError::OutOfRange)?;
+    if end > total {
         return Err(MemError::OutOfRange);
     }
     Ok((list, off))
 }
 
+/// The slot a staged address names.
+fn slot_of(va: u64) -> usize {
+    usize::try_from(va >> 32).unwrap_or(usize::MAX)
+}
+
 impl MemoryAccess for StagedMemory<'_> {
     fn check(&mut self, key: u32, va: u64, len: u32, access: Access) -> Result<(), MemError> {
+        let n = usize::try_from(len).map_err(|_| MemError::OutOfRange)?;
         match key {
-            INLINE_KEY if access == Access::LocalRead => read_inline(self.st, va, len as usize).map(|_| ()),
-            SEND_SGL_KEY | RECV_SGL_KEY if matches!(access, Access::LocalRead | Access::LocalWrite) => {
-                let (list, off) = resolve(self.st, key, va, len as usize)?;
-                for (s, at, _, n) in pieces(list, off, len as usize) {
-                    self.pd.check(s.lkey, s.addr + at, n as u32, access)?;
+            INLINE_KEY if access == Access::LocalRead => read_inline(self.st, va, n).map(|_| ()),
+            SEND_SGL_KEY | RECV_SGL_KEY
+                if matches!(access, Access::LocalRead | Access::LocalWrite) =>
+            {
+                let (list, off) = resolve(self.st, key, va, n)?;
+                for p in pieces(list, off, n) {
+                    let p = p?;
+                    let plen = u32::try_from(p.len).map_err(|_| MemError::OutOfRange)?;
+                    self.pd.check(p.sge.lkey, p.va, plen, access)?;
                 }
                 Ok(())
             }
@@ -192,8 +261,12 @@ impl MemoryAccess for StagedMemory<'_> {
             }
             SEND_SGL_KEY | RECV_SGL_KEY if access == Access::LocalRead => {
                 let (list, off) = resolve(self.st, key, va, buf.len())?;
-                for (s, at, from, n) in pieces(list, off, buf.len()) {
-                    self.pd.read(s.lkey, s.addr + at, &mut buf[from..from + n], access)?;
+                for p in pieces(list, off, buf.len()) {
+                    let p = p?;
+                    let dst = buf
+                        .get_mut(p.at..p.at.saturating_add(p.len))
+                        .ok_or(MemError::OutOfRange)?;
+                    self.pd.read(p.sge.lkey, p.va, dst, access)?;
                 }
                 Ok(())
             }
@@ -205,8 +278,12 @@ impl MemoryAccess for StagedMemory<'_> {
         match key {
             SEND_SGL_KEY | RECV_SGL_KEY if access == Access::LocalWrite => {
                 let (list, off) = resolve(self.st, key, va, data.len())?;
-                for (s, at, from, n) in pieces(list, off, data.len()) {
-                    self.pd.write(s.lkey, s.addr + at, &data[from..from + n], access)?;
+                for p in pieces(list, off, data.len()) {
+                    let p = p?;
+                    let src = data
+                        .get(p.at..p.at.saturating_add(p.len))
+                        .ok_or(MemError::OutOfRange)?;
+                    self.pd.write(p.sge.lkey, p.va, src, access)?;
                 }
                 Ok(())
             }
@@ -221,11 +298,21 @@ impl MemoryAccess for StagedMemory<'_> {
 
 /// The inline data a staged address names.
 fn read_inline(st: &Staging, va: u64, len: usize) -> Result<&[u8], MemError> {
-    let slot = (va >> 32) as usize;
-    let off = (va & 0xffff_ffff) as usize;
-    if slot >= SEND_SLOTS || off + len > MAX_INLINE {
+    let slot = slot_of(va);
+    let off = usize::try_from(va & 0xffff_ffff).map_err(|_| MemError::OutOfRange)?;
+    let end = off.checked_add(len).ok_or(MemError::OutOfRange)?;
+    if slot >= SEND_SLOTS || end > MAX_INLINE {
         return Err(MemError::OutOfRange);
     }
-    let start = slot * MAX_INLINE + off;
-    st.inline.get(start..start + len).ok_or(MemError::OutOfRange)
+    // `slot < SEND_SLOTS` and `end <= MAX_INLINE`: inside `inline`.
+    let base = slot.checked_mul(MAX_INLINE).ok_or(MemError::OutOfRange)?;
+    let (start, stop) = (base.checked_add(off), base.checked_add(end));
+    st.inline
+        .get(
+            start
+                .zip(stop)
+                .map(|(a, b)| a..b)
+                .ok_or(MemError::OutOfRange)?,
+        )
+        .ok_or(MemError::OutOfRange)
 }

@@ -18,8 +18,12 @@ use crate::{
     },
     qp::take_recv,
     queue::Queue,
-    rdma::{bindings as b, driver::{CqRef, SrqRef}},
+    rdma::{
+        bindings as b,
+        driver::{CqRef, SrqRef},
+    },
     wqe,
+    wqe::SgeList,
 };
 use kernel::prelude::*;
 
@@ -57,6 +61,10 @@ pub(crate) struct UdQp<'a> {
     pub(crate) sig_all: bool,
     /// The QP belongs to an in-kernel caller (its WQEs carry addresses).
     pub(crate) kernel: bool,
+    /// Most SGEs a send request may have.
+    pub(crate) max_send_sge: u32,
+    /// Most SGEs a receive request may have (the QP's, or its SRQ's).
+    pub(crate) max_recv_sge: u32,
     /// Completion queues.
     pub(crate) send_cq: &'a CqRef<RrxeDev>,
     /// Completion queues.
@@ -75,11 +83,17 @@ fn completion(qp: &UdQp<'_>, wr_id: u64, status: u32, opcode: u32) -> b::ib_uver
 }
 
 /// Sends every WQE waiting in `sq`.
-pub(crate) fn send_all(qp: &UdQp<'_>, ud: &mut Ud, sq: &mut Queue, dp: &Datapath, mem: &mut dyn MemoryAccess) {
+pub(crate) fn send_all(
+    qp: &UdQp<'_>,
+    ud: &mut Ud,
+    sq: &mut Queue,
+    dp: &Datapath,
+    mem: &mut dyn MemoryAccess,
+) {
     let mut buf = [0u8; wqe::SEND_WQE_READ];
     while sq.peek(&mut buf) {
         sq.advance();
-        let (wr_id, result) = match wqe::ud_send(&buf, qp.sig_all, qp.kernel) {
+        let (wr_id, result) = match wqe::ud_send(&buf, qp.sig_all, qp.kernel, qp.max_send_sge) {
             Ok(w) => (w.wr_id, send_one(qp, ud, dp, mem, &w).map(|()| w.signaled)),
             Err(bad) => (bad.wr_id, Err(b::ib_wc_status_IB_WC_LOC_QP_OP_ERR)),
         };
@@ -89,56 +103,123 @@ pub(crate) fn send_all(qp: &UdQp<'_>, ud: &mut Ud, sq: &mut Queue, dp: &Datapath
             Err(status) => status,
         };
         // UD has nothing to stop when a completion is lost: the event says it.
-        let _ = complete_or_report(qp.send_cq, &completion(qp, wr_id, status, b::ib_wc_opcode_IB_WC_SEND), qp.ibqp, false);
+        let _ = complete_or_report(
+            qp.send_cq,
+            &completion(qp, wr_id, status, b::ib_wc_opcode_IB_WC_SEND),
+            qp.ibqp,
+            false,
+        );
     }
 }
 
 /// Builds and sends the packet of one WQE; the error is a completion status.
-fn send_one(qp: &UdQp<'_>, ud: &mut Ud, dp: &Datapath, mem: &mut dyn MemoryAccess, w: &wqe::UdSend<'_>) -> Result<(), u32> {
+/// Every SGE is checked before the packet is built. A message longer than
+/// the port's MTU is not sent and not reported as an error (IB spec
+/// C10-93.1.1, as rxe does).
+fn send_one(
+    qp: &UdQp<'_>,
+    ud: &mut Ud,
+    dp: &Datapath,
+    mem: &mut dyn MemoryAccess,
+    w: &wqe::UdSend<'_>,
+) -> Result<(), u32> {
     let op_err = b::ib_wc_status_IB_WC_LOC_QP_OP_ERR;
+    let prot_err = b::ib_wc_status_IB_WC_LOC_PROT_ERR;
+    let len_err = b::ib_wc_status_IB_WC_LOC_LEN_ERR;
     let info = match w.av {
         Some(info) => info,
         None => dp.ah(w.ah_num).ok_or(op_err)?,
     };
-    // RoCE v2 source port: entropy from the QP numbers, in 0xC000..=0xFFFF.
-    let sport = 0xc000 | ((qp.qpn ^ w.remote_qpn) & 0x3fff) as u16;
-    let path = Path::new(info.sgid, info.dgid, info.hop_limit, info.tclass, info.flow_label, sport).map_err(|_| op_err)?;
     let len = match w.inline {
         Some(d) => d.len(),
-        None => w.sges.iter().try_fold(0usize, |a, s| a.checked_add(s.length as usize)).ok_or(op_err)?,
+        None => {
+            let mut total = 0usize;
+            for s in w.sges.iter() {
+                mem.check(s.lkey, s.addr, s.length, Access::LocalRead)
+                    .map_err(|_| prot_err)?;
+                total = total.checked_add(s.length as usize).ok_or(len_err)?;
+            }
+            total
+        }
     };
-    let qkey = if w.remote_qkey & 0x8000_0000 != 0 { qp.qkey } else { w.remote_qkey };
+    if len > port_mtu(dp) {
+        return Ok(());
+    }
+    // RoCE v2 source port: entropy from the QP numbers, in 0xC000..=0xFFFF.
+    let sport = 0xc000 | ((qp.qpn ^ w.remote_qpn) & 0x3fff) as u16;
+    let path = Path::new(
+        info.sgid,
+        info.dgid,
+        info.hop_limit,
+        info.tclass,
+        info.flow_label,
+        sport,
+    )
+    .map_err(|_| op_err)?;
+    let qkey = if w.remote_qkey & 0x8000_0000 != 0 {
+        qp.qkey
+    } else {
+        w.remote_qkey
+    };
     let mut hdr = Headers::new(BthRepr {
-        opcode: if w.imm.is_some() { UD_SEND_ONLY_WITH_IMM } else { UD_SEND_ONLY },
+        opcode: if w.imm.is_some() {
+            UD_SEND_ONLY_WITH_IMM
+        } else {
+            UD_SEND_ONLY
+        },
         solicited: w.solicited,
         pkey: crate::params::DEFAULT_PKEY,
         dest_qpn: w.remote_qpn,
         psn: Psn::new(ud.psn),
         ..Default::default()
     });
-    hdr.deth = Some(DethRepr { qkey, src_qpn: qp.qpn });
+    hdr.deth = Some(DethRepr {
+        qkey,
+        src_qpn: qp.qpn,
+    });
     hdr.imm = w.imm;
-    let len_err = b::ib_wc_status_IB_WC_LOC_LEN_ERR;
     let roce_len = hdr.packet_len(len).map_err(|_| len_err)?;
     let h = path.header_len();
-    let pkt = ud.scratch.get_mut(..h + roce_len).ok_or(len_err)?;
-    let off = hdr.emit(&mut pkt[h..], len).map_err(|_| len_err)? + h;
+    let pkt = ud
+        .scratch
+        .get_mut(..h.checked_add(roce_len).ok_or(len_err)?)
+        .ok_or(len_err)?;
+    let (_, roce) = pkt.split_at_mut(h);
+    let off = hdr.emit(roce, len).map_err(|_| len_err)?;
+    let mut payload = roce.get_mut(off..).ok_or(len_err)?;
     match w.inline {
-        Some(d) => pkt[off..off + d.len()].copy_from_slice(d),
+        Some(d) => payload
+            .get_mut(..d.len())
+            .ok_or(len_err)?
+            .copy_from_slice(d),
         None => {
-            let mut at = off;
             for s in w.sges.iter() {
-                let n = s.length as usize;
-                mem.read(s.lkey, s.addr, &mut pkt[at..at + n], Access::LocalRead)
-                    .map_err(|_| b::ib_wc_status_IB_WC_LOC_PROT_ERR)?;
-                at += n;
+                let (dst, rest) = payload
+                    .split_at_mut_checked(s.length as usize)
+                    .ok_or(len_err)?;
+                mem.read(s.lkey, s.addr, dst, Access::LocalRead)
+                    .map_err(|_| prot_err)?;
+                payload = rest;
             }
         }
     }
     ud.psn = ud.psn.wrapping_add(1) & 0x00ff_ffff;
     // A datagram that cannot be built or sent is lost, as UD allows.
-    let _ = path.send(dp.netdev(), pkt);
+    let _ = path.send(dp, pkt);
     Ok(())
+}
+
+/// The port's MTU in bytes (the IB MTU its net device's MTU allows), which
+/// bounds a UD message.
+fn port_mtu(dp: &Datapath) -> usize {
+    let mtu = dp
+        .netdev()
+        .mtu()
+        .checked_sub(crate::params::MAX_HDR_LEN)
+        .and_then(crate::rdma::attr::ib_mtu_for)
+        .unwrap_or(b::ib_mtu_IB_MTU_256);
+    // `enum ib_mtu` 1..=5 is 256 << (n - 1) bytes.
+    256usize << mtu.saturating_sub(1).min(4)
 }
 
 /// Delivers one received datagram (`ip` is its IP header).
@@ -150,7 +231,9 @@ pub(crate) fn receive(
     pkt: &Packet<'_>,
     ip: &[u8],
 ) -> bool {
-    let Some(deth) = pkt.hdr.deth else { return false };
+    let Some(deth) = pkt.hdr.deth else {
+        return false;
+    };
     if !pkt.info.has(mask::RWR) || deth.qkey != qp.qkey {
         return false;
     }
@@ -159,45 +242,25 @@ pub(crate) fn receive(
     if !take_recv(rq, srq, &mut buf) {
         return false;
     }
-    let (wr_id, sges) = wqe::recv_sges(&buf);
+    let (wr_id, sges) = wqe::recv_sges(&buf, qp.max_recv_sge);
     let mut grh = [0u8; GRH_LEN];
-    if ip.len() >= GRH_LEN {
-        grh.copy_from_slice(&ip[..GRH_LEN]);
+    // The GRH area holds an IPv6 header as is, or an IPv4 one in its last
+    // 20 bytes (where libibverbs looks for it).
+    if let Some(h) = ip.get(..GRH_LEN) {
+        grh.copy_from_slice(h);
     } else if let Some(h) = ip.get(..20) {
         grh[20..].copy_from_slice(h);
     }
-    let total = GRH_LEN + pkt.payload.len();
-    let mut status = b::ib_wc_status_IB_WC_SUCCESS;
-    let room = sges.iter().fold(0usize, |a, s| a.saturating_add(s.length as usize));
-    if room < total {
-        status = b::ib_wc_status_IB_WC_LOC_LEN_ERR;
-    } else {
-        // Scatter the GRH area and the payload over the SGEs.
-        let mut src = Iterator::chain(grh.iter(), pkt.payload.iter()).copied();
-        let mut chunk = [0u8; 256];
-        'sges: for s in sges.iter() {
-            let mut done = 0usize;
-            while done < s.length as usize {
-                let n = chunk.len().min(s.length as usize - done);
-                let mut got = 0;
-                for (d, v) in chunk[..n].iter_mut().zip(&mut src) {
-                    *d = v;
-                    got += 1;
-                }
-                if got == 0 {
-                    break 'sges;
-                }
-                if mem.write(s.lkey, s.addr + done as u64, &chunk[..got], Access::LocalWrite).is_err() {
-                    status = b::ib_wc_status_IB_WC_LOC_PROT_ERR;
-                    break 'sges;
-                }
-                done += got;
-            }
-        }
-    }
+    let total = GRH_LEN.saturating_add(pkt.payload.len());
+    let status = match sges.map(|sges| scatter(mem, sges, &grh, pkt.payload)) {
+        None => b::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
+        Some(Ok(room)) if room >= total => b::ib_wc_status_IB_WC_SUCCESS,
+        Some(Ok(_)) => b::ib_wc_status_IB_WC_LOC_LEN_ERR,
+        Some(Err(status)) => status,
+    };
     let mut wc = completion(qp, wr_id, status, b::ib_wc_opcode_IB_WC_RECV);
     if status == b::ib_wc_status_IB_WC_SUCCESS {
-        wc.byte_len = total as u32;
+        wc.byte_len = u32::try_from(total).unwrap_or(u32::MAX);
         wc.src_qp = deth.src_qpn;
         wc.wc_flags = b::ib_wc_flags_IB_WC_GRH;
         if let Some(imm) = pkt.hdr.imm {
@@ -207,4 +270,63 @@ pub(crate) fn receive(
     }
     let _ = complete_or_report(qp.recv_cq, &wc, qp.ibqp, pkt.hdr.bth.solicited);
     true
+}
+
+/// Writes the GRH area `grh` and then `payload` over the receive SGEs.
+/// Every SGE is checked (key, protection domain, access, bounds) before a
+/// byte is written, so a bad list leaves memory untouched. Returns the room
+/// the list offers (when it is less than the datagram, nothing is written),
+/// or the completion status of a protection error.
+fn scatter(
+    mem: &mut dyn MemoryAccess,
+    sges: SgeList<'_>,
+    grh: &[u8],
+    payload: &[u8],
+) -> Result<usize, u32> {
+    let prot_err = b::ib_wc_status_IB_WC_LOC_PROT_ERR;
+    let total = grh.len().saturating_add(payload.len());
+    let mut room = 0usize;
+    for s in sges.iter() {
+        // Only the part of the SGE the datagram reaches must be valid.
+        let need = u32::try_from(total.saturating_sub(room))
+            .unwrap_or(u32::MAX)
+            .min(s.length);
+        mem.check(s.lkey, s.addr, need, Access::LocalWrite)
+            .map_err(|_| prot_err)?;
+        room = room.saturating_add(s.length as usize);
+    }
+    if room < total {
+        return Ok(room);
+    }
+    let mut src = Iterator::chain(grh.iter(), payload.iter()).copied();
+    let mut chunk = [0u8; 256];
+    let mut left = total;
+    for s in sges.iter() {
+        let mut done = 0usize;
+        let len = (s.length as usize).min(left);
+        while done < len {
+            let n = chunk.len().min(len.saturating_sub(done));
+            let mut got = 0usize;
+            for (d, v) in chunk.iter_mut().take(n).zip(&mut src) {
+                *d = v;
+                got = got.saturating_add(1);
+            }
+            let va = u64::try_from(done)
+                .ok()
+                .and_then(|d| s.addr.checked_add(d))
+                .ok_or(prot_err)?;
+            let data = chunk.get(..got).ok_or(prot_err)?;
+            mem.write(s.lkey, va, data, Access::LocalWrite)
+                .map_err(|_| prot_err)?;
+            done = done.saturating_add(got);
+            if got < n {
+                break;
+            }
+        }
+        left = left.saturating_sub(len);
+        if left == 0 {
+            break;
+        }
+    }
+    Ok(room)
 }

@@ -7,6 +7,7 @@ use crate::{
     cq::Cq,
     device::RrxeDev,
     index::Index,
+    mem::Memory,
     mr::Mr,
     params as p,
     qp::Qp,
@@ -16,11 +17,11 @@ use crate::{
         device::Device,
         driver::{self, CqRef, Driver, NewMr, SrqRef},
         qp::{AhAttr, QpAttr, QpInit, SrqInit},
+        stats::CounterDesc,
         udata::Udata,
         umem::Umem,
         wr::{RecvWr, SendWr},
     },
-    mem::Memory,
     srq::Srq,
 };
 use core::sync::atomic::Ordering;
@@ -196,15 +197,33 @@ impl Driver for RrxeDev {
             let qpn = num.get();
             (Some(num), qpn)
         };
-        let qp = Qp::new(num, pd.as_raw() as usize, &dev.dp, init, send_cq, recv_cq, srq, udata)?;
+        let qp = Qp::new(
+            num,
+            pd.as_raw() as usize,
+            &dev.dp,
+            init,
+            send_cq,
+            recv_cq,
+            srq,
+            udata,
+        )?;
         Ok((qp, qpn))
     }
 
-    fn modify_qp(qp: &driver::Qp<Self>, attr: &QpAttr<'_>, mask: u32, _udata: &mut Udata) -> Result {
+    fn modify_qp(
+        qp: &driver::Qp<Self>,
+        attr: &QpAttr<'_>,
+        mask: u32,
+        _udata: &mut Udata,
+    ) -> Result {
         qp.data().modify(attr, mask)
     }
 
-    fn query_qp(qp: &driver::Qp<Self>, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_init_attr) -> Result {
+    fn query_qp(
+        qp: &driver::Qp<Self>,
+        attr: &mut b::ib_qp_attr,
+        init: &mut b::ib_qp_init_attr,
+    ) -> Result {
         qp.data().query(attr, init);
         Ok(())
     }
@@ -237,7 +256,15 @@ impl Driver for RrxeDev {
         // Local access only, whatever was asked: remote peers never reach
         // kernel memory through rrxe.
         let access = access & b::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-        let mr = Mr::new(index, variant, pd.as_raw() as usize, 0, access, Memory::KernelDma, &dev.data().dp)?;
+        let mr = Mr::new(
+            index,
+            variant,
+            pd.as_raw() as usize,
+            0,
+            access,
+            Memory::KernelDma,
+            &dev.data().dp,
+        )?;
         let key = mr.key();
         Ok(NewMr {
             data: mr,
@@ -255,7 +282,12 @@ impl Driver for RrxeDev {
         Srq::new(num, init, udata)
     }
 
-    fn modify_srq(srq: &driver::Srq<Self>, attr: &b::ib_srq_attr, mask: u32, udata: &mut Udata) -> Result {
+    fn modify_srq(
+        srq: &driver::Srq<Self>,
+        attr: &b::ib_srq_attr,
+        mask: u32,
+        udata: &mut Udata,
+    ) -> Result {
         srq.data().modify(attr, mask, udata)
     }
 
@@ -286,17 +318,38 @@ impl Driver for RrxeDev {
         if access & !supported != 0 {
             return Err(EOPNOTSUPP);
         }
+        // Peers and work requests name the region by `[iova, iova + length)`:
+        // that range must exist in a 64-bit address space.
+        if iova.checked_add(length).is_none() {
+            return Err(EINVAL);
+        }
         let dev = pd.device::<Self>();
         let umem = Umem::get(dev, start, length, access)?;
         let index = Index::new(&dev.data().mrns)?;
         let variant = dev.data().key_variant.fetch_add(1, Ordering::Relaxed);
-        let mr = Mr::new(index, variant, pd.as_raw() as usize, iova, access, Memory::User(umem), &dev.data().dp)?;
+        let mr = Mr::new(
+            index,
+            variant,
+            pd.as_raw() as usize,
+            iova,
+            access,
+            Memory::User(umem),
+            &dev.data().dp,
+        )?;
         let key = mr.key();
         Ok(NewMr {
             data: mr,
             lkey: key,
             rkey: key,
         })
+    }
+
+    const HW_COUNTERS: &'static [CounterDesc] = &crate::stats::NAMES;
+
+    fn get_hw_stats(dev: &Device<Self>, port: u32, out: &mut [u64]) -> Result {
+        check_port(port)?;
+        dev.data().dp.stats.read(out);
+        Ok(())
     }
 
     fn enable(dev: &Device<Self>) -> Result {

@@ -6,16 +6,16 @@
 
 use crate::{
     ah::AhInfo,
-    staging::{Extra, LAST_RESERVED_KEY},
     device::RrxeDev,
     proto::{RecvWr, SendWr, Sge, WorkCompletion, WrOp},
     rdma::{
         bindings as b,
         wr::{RecvWr as KRecvWr, SendWr as KSendWr, Sge as KSge},
     },
+    staging::{Extra, LAST_RESERVED_KEY},
 };
-use kernel::prelude::*;
 use core::mem::offset_of;
+use kernel::prelude::*;
 
 /// Bytes of a send WQE the datapath reads: the header and one SGE or the
 /// largest inline data.
@@ -23,7 +23,8 @@ pub(crate) const SEND_WQE_READ: usize = SEND_DMA + DMA_SGE + MAX_INLINE;
 /// Most inline data a send WQE carries.
 pub(crate) const MAX_INLINE: usize = crate::params::MAX_INLINE_DATA as usize;
 /// Bytes of a receive WQE with the most SGEs a QP may have.
-pub(crate) const RECV_WQE_READ_ALL: usize = RECV_DMA + DMA_SGE + crate::params::MAX_SGE as usize * SGE_LEN;
+pub(crate) const RECV_WQE_READ_ALL: usize =
+    RECV_DMA + DMA_SGE + crate::params::MAX_SGE as usize * SGE_LEN;
 
 const SGE_LEN: usize = core::mem::size_of::<b::rxe_sge>();
 const WR: usize = offset_of!(b::rxe_send_wqe, wr);
@@ -32,10 +33,13 @@ const OPCODE: usize = WR + offset_of!(b::rxe_send_wr, opcode);
 const FLAGS: usize = WR + offset_of!(b::rxe_send_wr, send_flags);
 const EX: usize = WR + offset_of!(b::rxe_send_wr, ex);
 const UNION: usize = WR + offset_of!(b::rxe_send_wr, wr);
-const RDMA_ADDR: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_2, remote_addr);
+const RDMA_ADDR: usize =
+    UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_2, remote_addr);
 const RDMA_RKEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_2, rkey);
-const ATOMIC_ADDR: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, remote_addr);
-const ATOMIC_ARG: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, compare_add);
+const ATOMIC_ADDR: usize =
+    UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, remote_addr);
+const ATOMIC_ARG: usize =
+    UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, compare_add);
 const ATOMIC_SWAP: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, swap);
 const ATOMIC_RKEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, rkey);
 const SEND_DMA: usize = offset_of!(b::rxe_send_wqe, dma);
@@ -48,16 +52,22 @@ const SGE_LENGTH: usize = offset_of!(b::rxe_sge, length);
 const SGE_LKEY: usize = offset_of!(b::rxe_sge, lkey);
 
 fn u32_at(buf: &[u8], off: usize) -> u32 {
-    buf.get(off..off + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_ne_bytes)
+    buf.get(off..off.saturating_add(4))
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u32::from_ne_bytes)
 }
 
 fn u64_at(buf: &[u8], off: usize) -> u64 {
-    buf.get(off..off + 8).and_then(|s| s.try_into().ok()).map_or(0, u64::from_ne_bytes)
+    buf.get(off..off.saturating_add(8))
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u64::from_ne_bytes)
 }
 
 /// Immediate data as it travels (`__be32` in the WQE and the completion).
 fn be32_at(buf: &[u8], off: usize) -> u32 {
-    buf.get(off..off + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_be_bytes)
+    buf.get(off..off.saturating_add(4))
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u32::from_be_bytes)
 }
 
 /// A local key a user SGE named: keys of index 0 are the staging store's
@@ -72,20 +82,30 @@ fn user_key(lkey: u32) -> u32 {
 
 /// The scatter/gather list of an entry whose `rxe_dma_info` starts at `dma`:
 /// as one SGE when it has none or one element, else as a list to stage.
-fn sge_or_list(buf: &[u8], dma: usize) -> Option<(Sge, Option<SgeList<'_>>)> {
-    let n = u32_at(buf, dma + DMA_NUM_SGE) as usize;
-    let start = dma + DMA_SGE;
+fn sge_or_list(buf: &[u8], dma: usize, max_sge: u32) -> Option<(Sge, Option<SgeList<'_>>)> {
+    let n = u32_at(buf, dma.saturating_add(DMA_NUM_SGE));
+    if n > max_sge {
+        return None;
+    }
+    let n = n as usize;
+    let start = dma.saturating_add(DMA_SGE);
     match n {
         0 => Some((Sge::default(), None)),
         1 => Some((
             Sge {
-                addr: u64_at(buf, start + SGE_ADDR),
-                length: u32_at(buf, start + SGE_LENGTH),
-                lkey: user_key(u32_at(buf, start + SGE_LKEY)),
+                addr: u64_at(buf, start.saturating_add(SGE_ADDR)),
+                length: u32_at(buf, start.saturating_add(SGE_LENGTH)),
+                lkey: user_key(u32_at(buf, start.saturating_add(SGE_LKEY))),
             },
             None,
         )),
-        _ if start + n * SGE_LEN <= buf.len() => Some((Sge::default(), Some(SgeList { buf, start, n }))),
+        _ if n
+            .checked_mul(SGE_LEN)
+            .and_then(|l| l.checked_add(start))
+            .is_some_and(|e| e <= buf.len()) =>
+        {
+            Some((Sge::default(), Some(SgeList { buf, start, n })))
+        }
         _ => None,
     }
 }
@@ -95,7 +115,8 @@ fn sge_or_list(buf: &[u8], dma: usize) -> Option<(Sge, Option<SgeList<'_>>)> {
 fn inline_data(buf: &[u8]) -> Option<&[u8]> {
     let len = u32_at(buf, SEND_DMA + DMA_LEN) as usize;
     let start = SEND_DMA + DMA_SGE;
-    buf.get(start..start + len).filter(|_| len <= MAX_INLINE)
+    buf.get(start..start.saturating_add(len))
+        .filter(|_| len <= MAX_INLINE)
 }
 
 /// Immediate data as a completion entry's `ex.imm_data` holds it (`__be32`).
@@ -110,9 +131,30 @@ pub(crate) struct Unsupported {
     pub(crate) wr_id: u64,
 }
 
+impl Unsupported {
+    /// A request standing for the one that could not be parsed, for its
+    /// error completion (a SEND of nothing, signaled).
+    pub(crate) fn placeholder(self) -> SendWr {
+        SendWr {
+            wr_id: self.wr_id,
+            op: WrOp::Send,
+            sge: Sge::default(),
+            remote_addr: 0,
+            rkey: 0,
+            signaled: true,
+            fence: false,
+            solicited: false,
+        }
+    }
+}
+
 /// Parses a send WQE of an RC QP (`sig_all`: every WR is signaled). Inline
 /// data and lists of several SGEs come back to be staged.
-pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<(SendWr, Extra<'_>), Unsupported> {
+pub(crate) fn send_wr(
+    buf: &[u8],
+    sig_all: bool,
+    max_sge: u32,
+) -> Result<(SendWr, Extra<'_>), Unsupported> {
     let wr_id = u64_at(buf, WR_ID);
     let flags = u32_at(buf, FLAGS);
     let bad = Unsupported { wr_id };
@@ -120,7 +162,7 @@ pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<(SendWr, Extra<'_>), 
     let (sge, extra) = if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
         (Sge::default(), Extra::Inline(inline_data(buf).ok_or(bad)?))
     } else {
-        let (sge, list) = sge_or_list(buf, SEND_DMA).ok_or(bad)?;
+        let (sge, list) = sge_or_list(buf, SEND_DMA, max_sge).ok_or(bad)?;
         match list {
             Some(list) => (sge, Extra::List(list)),
             None => {
@@ -136,13 +178,17 @@ pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<(SendWr, Extra<'_>), 
         b::ib_wr_opcode_IB_WR_SEND => (WrOp::Send, 0, 0),
         b::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (WrOp::SendWithImm(be32_at(buf, EX)), 0, 0),
         b::ib_wr_opcode_IB_WR_SEND_WITH_INV => (WrOp::SendWithInv(u32_at(buf, EX)), 0, 0),
-        b::ib_wr_opcode_IB_WR_RDMA_WRITE => (WrOp::Write, u64_at(buf, RDMA_ADDR), u32_at(buf, RDMA_RKEY)),
+        b::ib_wr_opcode_IB_WR_RDMA_WRITE => {
+            (WrOp::Write, u64_at(buf, RDMA_ADDR), u32_at(buf, RDMA_RKEY))
+        }
         b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (
             WrOp::WriteWithImm(be32_at(buf, EX)),
             u64_at(buf, RDMA_ADDR),
             u32_at(buf, RDMA_RKEY),
         ),
-        b::ib_wr_opcode_IB_WR_RDMA_READ => (WrOp::Read, u64_at(buf, RDMA_ADDR), u32_at(buf, RDMA_RKEY)),
+        b::ib_wr_opcode_IB_WR_RDMA_READ => {
+            (WrOp::Read, u64_at(buf, RDMA_ADDR), u32_at(buf, RDMA_RKEY))
+        }
         b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => (
             WrOp::CmpSwap {
                 compare: u64_at(buf, ATOMIC_ARG),
@@ -175,9 +221,9 @@ pub(crate) fn send_wr(buf: &[u8], sig_all: bool) -> Result<(SendWr, Extra<'_>), 
 
 /// Parses a receive WQE; a list of several SGEs comes back to be staged.
 /// `Err(wr_id)` if the list does not fit the copied slot.
-pub(crate) fn recv_wr(buf: &[u8]) -> Result<(RecvWr, Option<SgeList<'_>>), u64> {
+pub(crate) fn recv_wr(buf: &[u8], max_sge: u32) -> Result<(RecvWr, Option<SgeList<'_>>), u64> {
     let wr_id = u64_at(buf, 0);
-    let (sge, list) = sge_or_list(buf, RECV_DMA).ok_or(wr_id)?;
+    let (sge, list) = sge_or_list(buf, RECV_DMA, max_sge).ok_or(wr_id)?;
     Ok((RecvWr { wr_id, sge }, list))
 }
 
@@ -247,19 +293,24 @@ impl SgeList<'_> {
     /// The elements (those that lie inside the copied slot).
     pub(crate) fn iter(&self) -> impl Iterator<Item = Sge> + '_ {
         (0..self.n).map_while(move |i| {
-            let s = self.start + i * SGE_LEN;
-            self.buf.get(s..s + SGE_LEN)?;
+            let s = i.checked_mul(SGE_LEN)?.checked_add(self.start)?;
+            self.buf.get(s..s.checked_add(SGE_LEN)?)?;
             Some(Sge {
-                addr: u64_at(self.buf, s + SGE_ADDR),
-                length: u32_at(self.buf, s + SGE_LENGTH),
-                lkey: u32_at(self.buf, s + SGE_LKEY),
+                addr: u64_at(self.buf, s.saturating_add(SGE_ADDR)),
+                length: u32_at(self.buf, s.saturating_add(SGE_LENGTH)),
+                lkey: u32_at(self.buf, s.saturating_add(SGE_LKEY)),
             })
         })
     }
 }
 
 /// Parses a send WQE of a UD or GSI QP (SEND and SEND with immediate only).
-pub(crate) fn ud_send(buf: &[u8], sig_all: bool, kernel: bool) -> Result<UdSend<'_>, Unsupported> {
+pub(crate) fn ud_send(
+    buf: &[u8],
+    sig_all: bool,
+    kernel: bool,
+    max_sge: u32,
+) -> Result<UdSend<'_>, Unsupported> {
     let wr_id = u64_at(buf, WR_ID);
     let bad = Unsupported { wr_id };
     let flags = u32_at(buf, FLAGS);
@@ -274,13 +325,22 @@ pub(crate) fn ud_send(buf: &[u8], sig_all: bool, kernel: bool) -> Result<UdSend<
     } else {
         None
     };
-    let n = u32_at(buf, SEND_DMA + DMA_NUM_SGE) as usize;
-    if inline.is_none() && start + n * SGE_LEN > buf.len() {
+    let n = u32_at(buf, SEND_DMA + DMA_NUM_SGE);
+    if inline.is_none() && n > max_sge {
+        return Err(bad);
+    }
+    let n = n as usize;
+    let end = n.checked_mul(SGE_LEN).and_then(|l| l.checked_add(start));
+    if inline.is_none() && end.is_none_or(|e| e > buf.len()) {
         return Err(bad);
     }
     let ah_num = u32_at(buf, UD_AH_NUM);
     // Only kernel WQEs may carry an address: a user one must name an AH.
-    let av = if kernel && ah_num == 0 { Some(AhInfo::from_bytes(buf.get(UD_AV..).ok_or(bad)?).ok_or(bad)?) } else { None };
+    let av = if kernel && ah_num == 0 {
+        Some(AhInfo::from_bytes(buf.get(UD_AV..).ok_or(bad)?).ok_or(bad)?)
+    } else {
+        None
+    };
     Ok(UdSend {
         wr_id,
         imm,
@@ -296,19 +356,25 @@ pub(crate) fn ud_send(buf: &[u8], sig_all: bool, kernel: bool) -> Result<UdSend<
 }
 
 /// The gather or scatter list of a receive WQE.
-pub(crate) fn recv_sges(buf: &[u8]) -> (u64, SgeList<'_>) {
-    let n = u32_at(buf, RECV_DMA + DMA_NUM_SGE) as usize;
-    (u64_at(buf, 0), SgeList { buf, start: RECV_DMA + DMA_SGE, n })
+/// `None` if it has more than `max_sge` elements.
+pub(crate) fn recv_sges(buf: &[u8], max_sge: u32) -> (u64, Option<SgeList<'_>>) {
+    let n = u32_at(buf, RECV_DMA + DMA_NUM_SGE);
+    let list = (n <= max_sge).then_some(SgeList {
+        buf,
+        start: RECV_DMA + DMA_SGE,
+        n: n as usize,
+    });
+    (u64_at(buf, 0), list)
 }
 
 fn put_u32(out: &mut [u8], off: usize, v: u32) {
-    if let Some(d) = out.get_mut(off..off + 4) {
+    if let Some(d) = out.get_mut(off..off.saturating_add(4)) {
         d.copy_from_slice(&v.to_ne_bytes());
     }
 }
 
 fn put_u64(out: &mut [u8], off: usize, v: u64) {
-    if let Some(d) = out.get_mut(off..off + 8) {
+    if let Some(d) = out.get_mut(off..off.saturating_add(8)) {
         d.copy_from_slice(&v.to_ne_bytes());
     }
 }
@@ -316,18 +382,27 @@ fn put_u64(out: &mut [u8], off: usize, v: u64) {
 fn put_sges(out: &mut [u8], dma: usize, sges: &[KSge]) -> Result<u32> {
     let mut total = 0u32;
     for (i, s) in sges.iter().enumerate() {
-        let at = dma + DMA_SGE + i * SGE_LEN;
-        if at + SGE_LEN > out.len() {
-            return Err(EINVAL);
-        }
-        put_u64(out, at + SGE_ADDR, s.addr);
-        put_u32(out, at + SGE_LENGTH, s.length);
-        put_u32(out, at + SGE_LKEY, s.lkey);
+        let at = i
+            .checked_mul(SGE_LEN)
+            .and_then(|o| o.checked_add(dma.saturating_add(DMA_SGE)))
+            .filter(|at| at.saturating_add(SGE_LEN) <= out.len())
+            .ok_or(EINVAL)?;
+        put_u64(out, at.saturating_add(SGE_ADDR), s.addr);
+        put_u32(out, at.saturating_add(SGE_LENGTH), s.length);
+        put_u32(out, at.saturating_add(SGE_LKEY), s.lkey);
         total = total.checked_add(s.length).ok_or(EINVAL)?;
     }
-    put_u32(out, dma + DMA_NUM_SGE, sges.len() as u32);
-    put_u32(out, dma + DMA_LEN, total);
-    put_u32(out, dma + offset_of!(b::rxe_dma_info, resid), total);
+    put_u32(
+        out,
+        dma.saturating_add(DMA_NUM_SGE),
+        u32::try_from(sges.len()).map_err(|_| EINVAL)?,
+    );
+    put_u32(out, dma.saturating_add(DMA_LEN), total);
+    put_u32(
+        out,
+        dma.saturating_add(offset_of!(b::rxe_dma_info, resid)),
+        total,
+    );
     Ok(total)
 }
 
@@ -350,7 +425,9 @@ pub(crate) fn kernel_send(out: &mut [u8], wr: &KSendWr<'_, RrxeDev>, max_sge: us
         put_u32(out, UD_QKEY, ud.remote_qkey);
         put_u32(out, UD_AH_NUM, 0);
         let av = ud.ah.data().info().to_bytes();
-        out.get_mut(UD_AV..UD_AV + AhInfo::LEN).ok_or(EINVAL)?.copy_from_slice(&av);
+        out.get_mut(UD_AV..UD_AV + AhInfo::LEN)
+            .ok_or(EINVAL)?
+            .copy_from_slice(&av);
     } else if let Some((addr, rkey)) = wr.rdma() {
         put_u64(out, RDMA_ADDR, addr);
         put_u32(out, RDMA_RKEY, rkey);
