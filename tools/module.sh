@@ -17,7 +17,8 @@ mkdir -p "$build"
 # Only the module's sources; build products stay in $build between runs.
 rsync -a --delete --exclude generated/ --exclude '*.o' --exclude '*.ko' --exclude '*.mod*' \
     --exclude '.*.cmd' --exclude '*.rmeta' --exclude 'modules.order' --exclude 'Module.symvers' \
-    --include 'Kbuild' --include 'drivers/***' --include 'rust/' --include 'rust/rdma/***' \
+    --include 'Kbuild' --include 'drivers/***' --include 'rust/' --include 'rust/bindings.rs' \
+    --include 'rust/rdma/***' --include 'rust/sync/***' --include 'rust/net/***' \
     --include 'rust/proto/' --include 'rust/proto/src/***' --exclude '*' \
     "$repo/" "$build/"
 log=$(mktemp)

@@ -11,7 +11,8 @@
 //! the last reference is gone; the driver only holds counted references
 //! ([`ARef<Device<T>>`]).
 
-use super::{bindings as b, driver::Driver, driver::OpsTable, netdev::NetDevice};
+use super::{bindings as b, driver::Driver, driver::OpsTable};
+use crate::net::netdev::NetDevice;
 use core::ptr::{self, NonNull};
 use kernel::{
     error::to_result,

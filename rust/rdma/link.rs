@@ -4,7 +4,8 @@
 //!
 //! C header: [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h).
 
-use super::{bindings as b, netdev::NetDevice};
+use super::bindings as b;
+use crate::net::netdev::NetDevice;
 use core::marker::PhantomData;
 use kernel::{error::from_result, prelude::*, types::Opaque};
 

@@ -10,12 +10,11 @@
 //! [`driver::Driver`] and sees only the safe types below.
 
 pub mod attr;
-pub mod bindings;
+pub use crate::bindings;
 pub mod device;
 pub mod driver;
 pub mod link;
 pub mod mmap;
-pub mod netdev;
 pub mod object;
 pub mod qp;
 pub mod stats;

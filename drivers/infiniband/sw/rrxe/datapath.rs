@@ -11,11 +11,11 @@ use crate::{
     ah::AhInfo,
     device,
     mem::Regions,
-    net::{self, RxPacket},
+    net::netdev::NetDevice,
+    packet_io::{self as net, RxPacket},
     path,
     proto::{icrc, parse},
     qp::QpCore,
-    rdma::netdev::NetDevice,
     stats::{Counter, Stats},
 };
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};

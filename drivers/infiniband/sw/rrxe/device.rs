@@ -11,11 +11,9 @@
 use crate::{
     datapath::Datapath,
     index::Indices,
+    net::netdev::{NetDevice, NetdevEvent, NetdevHandler},
     params as p,
-    rdma::{
-        device::Device,
-        netdev::{NetDevice, NetdevEvent, NetdevHandler},
-    },
+    rdma::device::Device,
 };
 use core::sync::atomic::AtomicU8;
 use kernel::{

@@ -79,7 +79,7 @@ impl Path {
     pub(crate) fn send(&self, dp: &Datapath, pkt: &mut [u8]) -> Result {
         self.write_headers(pkt)?;
         fill_icrc(pkt)?;
-        let res = crate::net::xmit(dp.netdev(), pkt);
+        let res = crate::packet_io::xmit(dp.netdev(), pkt);
         match res {
             Ok(()) => {
                 dp.stats.inc(Counter::SentPkts);

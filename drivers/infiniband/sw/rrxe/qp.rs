@@ -47,7 +47,7 @@ use kernel::{
 /// WQEs taken ahead from the receive queue, 10 responder resources. The
 /// engine is built by value (the core has no allocator), so it is kept small
 /// enough to pass through a kernel stack.
-type RcEngine = crate::proto::Qp<8, 2, 10>;
+type RcEngine = crate::proto::ArrayQp<8, 2, 10>;
 /// Initiator depth the engine supports (its responder resources minus two).
 const MAX_RD_ATOMIC: u8 = 8;
 /// Room for the largest packet: IPv6 + UDP + headers + 4096 bytes + ICRC.
@@ -497,7 +497,7 @@ impl QpCore {
         if more {
             // Budget used up with work left: come back.
             self.doorbell.store(true, Ordering::Release);
-            crate::net::kick();
+            crate::packet_io::kick();
         }
     }
 }
@@ -919,7 +919,10 @@ impl Qp {
             max_inflight_pkts: 256,
             remote: remote_access(a.qp_access_flags),
         };
-        let rc = KBox::new(RcEngine::new(cfg).map_err(|_| EINVAL)?, GFP_KERNEL)?;
+        let rc = KBox::new(
+            RcEngine::new(cfg, crate::proto::Buffers::arrays()).map_err(|_| EINVAL)?,
+            GFP_KERNEL,
+        )?;
         let mut scratch = KVec::with_capacity(SCRATCH, GFP_KERNEL)?;
         scratch.resize(SCRATCH, 0, GFP_KERNEL)?;
         Ok(Conn {
@@ -956,7 +959,7 @@ impl Qp {
         // in atomic context: always the worker.
         if self.core.kernel || self.core.busy.load(Ordering::Relaxed) {
             self.core.doorbell.store(true, Ordering::Release);
-            crate::net::kick();
+            crate::packet_io::kick();
         } else {
             crate::datapath::serve_now(&self.dp, &self.core);
         }
@@ -987,7 +990,7 @@ impl Qp {
             .push(&wqe)?;
         if self.core.state.load(Ordering::Acquire) == b::ib_qp_state_IB_QPS_ERR {
             self.core.doorbell.store(true, Ordering::Release);
-            crate::net::kick();
+            crate::packet_io::kick();
         }
         Ok(())
     }

@@ -6,6 +6,13 @@
 #include <linux/netdevice.h>
 #include <linux/crc32.h>
 #include <linux/vmalloc.h>
+#include <linux/xarray.h>
+#include <linux/workqueue.h>
+#include <linux/skbuff.h>
+#include <net/dst_cache.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/route.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
@@ -55,3 +62,33 @@ bool rrxe_rx_pending(void);
 const void *rrxe_skb_ip(struct sk_buff *skb, unsigned int *len);
 const struct net_device *rrxe_skb_netdev(struct sk_buff *skb);
 void rrxe_skb_free(struct sk_buff *skb);
+
+/* rust/sync: execution primitives. */
+void rrxe_cond_resched(void);
+struct workqueue_struct *rrxe_alloc_workqueue(const char *name);
+void rrxe_xa_init_bh(struct xarray *xa);
+int rrxe_xa_insert_bh(struct xarray *xa, unsigned long index, void *entry);
+void *rrxe_xa_erase_bh(struct xarray *xa, unsigned long index);
+void rrxe_xa_lock_bh(struct xarray *xa);
+void rrxe_xa_unlock_bh(struct xarray *xa);
+void *rrxe_xa_find_from(struct xarray *xa, unsigned long *index);
+
+/* rust/net: socket buffers, queues and output. */
+struct sk_buff *rrxe_alloc_skb(unsigned int size);
+void rrxe_skb_reserve(struct sk_buff *skb, int len);
+int rrxe_skb_tailroom(const struct sk_buff *skb);
+unsigned int rrxe_skb_headroom(const struct sk_buff *skb);
+unsigned int rrxe_skb_headlen(const struct sk_buff *skb);
+bool rrxe_skb_may_pull(struct sk_buff *skb, unsigned int len);
+bool rrxe_skb_has_frag_list(const struct sk_buff *skb);
+unsigned int rrxe_skb_nr_frags(const struct sk_buff *skb);
+const void *rrxe_skb_frag_data(const struct sk_buff *skb, unsigned int i, unsigned int *len);
+int rrxe_skb_network_offset(const struct sk_buff *skb);
+void rrxe_skb_reset_network_header(struct sk_buff *skb);
+void rrxe_skb_set_transport_after_network(struct sk_buff *skb, int off);
+int rrxe_skb_ifindex(const struct sk_buff *skb);
+void rrxe_skb_queue_init(struct sk_buff_head *head);
+unsigned int rrxe_skb_queue_len(const struct sk_buff_head *head);
+void rrxe_skb_prepare_output(struct sk_buff *skb, struct dst_entry *dst, bool ipv6);
+struct net *rrxe_dev_net(const struct net_device *ndev);
+int rrxe_dst_cache_init(struct dst_cache *cache);

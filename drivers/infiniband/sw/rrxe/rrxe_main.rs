@@ -24,8 +24,17 @@
 
 use kernel::prelude::*;
 
+#[path = "../../../../rust/bindings.rs"]
+pub mod bindings;
+
 #[path = "../../../../rust/rdma/mod.rs"]
 pub mod rdma;
+
+#[path = "../../../../rust/net/mod.rs"]
+pub mod net;
+
+#[path = "../../../../rust/sync/mod.rs"]
+pub mod sync;
 
 #[path = "../../../../rust/proto/src/proto/mod.rs"]
 pub mod proto;
@@ -37,7 +46,7 @@ mod device;
 mod index;
 mod mem;
 mod mr;
-mod net;
+mod packet_io;
 mod params;
 mod path;
 mod qp;
@@ -52,10 +61,8 @@ mod wqe;
 
 use device::RrxeDev;
 
-use rdma::{
-    link::{LinkHandler, LinkRegistration},
-    netdev::{NetDevice, NetdevNotifier},
-};
+use net::netdev::{NetDevice, NetdevNotifier};
+use rdma::link::{LinkHandler, LinkRegistration};
 
 module! {
     type: RrxeModule,
@@ -81,7 +88,7 @@ impl LinkHandler for Rrxe {
 struct RrxeModule {
     link: Option<Pin<KBox<LinkRegistration<Rrxe>>>>,
     notifier: Option<Pin<KBox<NetdevNotifier<device::NetdevEvents>>>>,
-    sockets: Option<net::Sockets>,
+    sockets: Option<packet_io::Sockets>,
 }
 
 impl kernel::Module for RrxeModule {
@@ -98,7 +105,7 @@ impl kernel::Module for RrxeModule {
             return Err(EINVAL);
         }
         device::init();
-        let sockets = net::Sockets::open(datapath::run)?;
+        let sockets = packet_io::Sockets::open(datapath::run)?;
         let notifier = KBox::pin_init(NetdevNotifier::register(device::NetdevEvents), GFP_KERNEL)?;
         let link = KBox::pin_init(LinkRegistration::<Rrxe>::register(), GFP_KERNEL)?;
         pr_info!("loaded\n");
@@ -118,7 +125,7 @@ impl Drop for RrxeModule {
         self.sockets = None;
         self.notifier = None;
         device::remove_all();
-        net::stop_worker();
+        packet_io::stop_worker();
         pr_info!("unloaded\n");
     }
 }

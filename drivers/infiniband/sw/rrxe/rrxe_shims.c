@@ -334,3 +334,173 @@ int rrxe_xmit(struct net_device *ndev, const void *pkt, unsigned int len)
 	return -EINVAL;
 #endif
 }
+
+/* rust/sync */
+
+void rrxe_cond_resched(void)
+{
+	cond_resched();
+}
+
+/* alloc_workqueue is a macro; high priority, unbound, usable in reclaim. */
+struct workqueue_struct *rrxe_alloc_workqueue(const char *name)
+{
+	return alloc_workqueue("%s", WQ_HIGHPRI | WQ_UNBOUND | WQ_MEM_RECLAIM, 0, name);
+}
+
+void rrxe_xa_init_bh(struct xarray *xa)
+{
+	xa_init_flags(xa, XA_FLAGS_LOCK_BH);
+}
+
+int rrxe_xa_insert_bh(struct xarray *xa, unsigned long index, void *entry)
+{
+	return xa_insert_bh(xa, index, entry, GFP_KERNEL);
+}
+
+void *rrxe_xa_erase_bh(struct xarray *xa, unsigned long index)
+{
+	return xa_erase_bh(xa, index);
+}
+
+void rrxe_xa_lock_bh(struct xarray *xa)
+{
+	xa_lock_bh(xa);
+}
+
+void rrxe_xa_unlock_bh(struct xarray *xa)
+{
+	xa_unlock_bh(xa);
+}
+
+/* The first entry at or after *index, which is updated; NULL if none. */
+void *rrxe_xa_find_from(struct xarray *xa, unsigned long *index)
+{
+	return xa_find(xa, index, ULONG_MAX, XA_PRESENT);
+}
+
+/* rust/net */
+
+struct sk_buff *rrxe_alloc_skb(unsigned int size)
+{
+	return alloc_skb(size, GFP_ATOMIC);
+}
+
+void rrxe_skb_reserve(struct sk_buff *skb, int len)
+{
+	skb_reserve(skb, len);
+}
+
+int rrxe_skb_tailroom(const struct sk_buff *skb)
+{
+	return skb_tailroom(skb);
+}
+
+unsigned int rrxe_skb_headroom(const struct sk_buff *skb)
+{
+	return skb_headroom(skb);
+}
+
+unsigned int rrxe_skb_headlen(const struct sk_buff *skb)
+{
+	return skb_headlen(skb);
+}
+
+bool rrxe_skb_may_pull(struct sk_buff *skb, unsigned int len)
+{
+	return pskb_may_pull(skb, len);
+}
+
+bool rrxe_skb_has_frag_list(const struct sk_buff *skb)
+{
+	return skb_has_frag_list(skb);
+}
+
+unsigned int rrxe_skb_nr_frags(const struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->nr_frags;
+}
+
+/* Kernel address and length of fragment @i; NULL if it is not readable. */
+const void *rrxe_skb_frag_data(const struct sk_buff *skb, unsigned int i, unsigned int *len)
+{
+	const skb_frag_t *frag = &skb_shinfo(skb)->frags[i];
+
+	*len = skb_frag_size(frag);
+	return skb_frag_address_safe(frag);
+}
+
+int rrxe_skb_network_offset(const struct sk_buff *skb)
+{
+	return skb_network_offset(skb);
+}
+
+void rrxe_skb_reset_network_header(struct sk_buff *skb)
+{
+	skb_reset_network_header(skb);
+}
+
+void rrxe_skb_set_transport_after_network(struct sk_buff *skb, int off)
+{
+	skb_set_transport_header(skb, skb_network_offset(skb) + off);
+}
+
+/*
+ * The interface a received packet is for: the one it came in on or, for
+ * a packet a local device sent to its own address through the loopback
+ * device, the one that owns the destination address. 0 if none.
+ */
+int rrxe_skb_ifindex(const struct sk_buff *skb)
+{
+	const struct net_device *dev = skb->dev;
+	int ifindex;
+
+	if (!dev)
+		return 0;
+	if (!(dev->flags & IFF_LOOPBACK))
+		return dev->ifindex;
+	rcu_read_lock();
+	if (ip_hdr(skb)->version == 4)
+		dev = __ip_dev_find(dev_net(dev), ip_hdr(skb)->daddr, false);
+#if IS_ENABLED(CONFIG_IPV6)
+	else
+		dev = ipv6_dev_find(dev_net(dev), &ipv6_hdr(skb)->daddr, NULL);
+#endif
+	ifindex = dev ? dev->ifindex : 0;
+	rcu_read_unlock();
+	return ifindex;
+}
+
+void rrxe_skb_queue_init(struct sk_buff_head *head)
+{
+	skb_queue_head_init(head);
+}
+
+unsigned int rrxe_skb_queue_len(const struct sk_buff_head *head)
+{
+	return skb_queue_len_lockless(head);
+}
+
+/* Attaches the route @dst (whose reference the skb takes) for output. */
+void rrxe_skb_prepare_output(struct sk_buff *skb, struct dst_entry *dst, bool ipv6)
+{
+	skb_dst_set(skb, dst);
+	skb->dev = dst->dev;
+	if (ipv6) {
+		skb->protocol = htons(ETH_P_IPV6);
+		memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
+	} else {
+		skb->protocol = htons(ETH_P_IP);
+		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+	}
+}
+
+struct net *rrxe_dev_net(const struct net_device *ndev)
+{
+	return dev_net(ndev);
+}
+
+int rrxe_dst_cache_init(struct dst_cache *cache)
+{
+	return dst_cache_init(cache, GFP_KERNEL);
+}

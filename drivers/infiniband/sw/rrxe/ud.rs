@@ -14,7 +14,7 @@ use crate::{
     proto::{
         headers::{BthRepr, DethRepr},
         opcode::mask,
-        Access, Headers, MemoryAccess, Packet, Psn,
+        Access, Headers, MemoryAccess, Packet, Payload, Psn,
     },
     qp::take_recv,
     queue::Queue,
@@ -281,7 +281,7 @@ fn scatter(
     mem: &mut dyn MemoryAccess,
     sges: SgeList<'_>,
     grh: &[u8],
-    payload: &[u8],
+    payload: Payload<'_>,
 ) -> Result<usize, u32> {
     let prot_err = b::ib_wc_status_IB_WC_LOC_PROT_ERR;
     let total = grh.len().saturating_add(payload.len());
@@ -298,7 +298,7 @@ fn scatter(
     if room < total {
         return Ok(room);
     }
-    let mut src = Iterator::chain(grh.iter(), payload.iter()).copied();
+    let mut src = Iterator::chain(grh.iter(), payload.chunks().flat_map(|c| c.iter())).copied();
     let mut chunk = [0u8; 256];
     let mut left = total;
     for s in sges.iter() {

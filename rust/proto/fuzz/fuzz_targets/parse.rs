@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
         assert!(len <= data.len());
         let mut out = vec![0u8; len];
         let off = p.hdr.emit(&mut out, p.payload.len()).expect("emit");
-        out[off..off + p.payload.len()].copy_from_slice(p.payload);
+        assert!(p.payload.copy_to(&mut out[off..off + p.payload.len()]));
         let q = parse(&out).expect("re-parse");
         assert_eq!(q.hdr, p.hdr);
         assert_eq!(q.payload, p.payload);

@@ -67,7 +67,7 @@ impl CompletionSink for Cq {
 fuzz_target!(|data: &[u8]| {
     let mut cfg = QpConfig::new(0x11, 0x22);
     cfg.mtu = 256;
-    let Ok(mut qp) = Qp::<4, 4, 6>::new(cfg) else {
+    let Ok(mut qp) = ArrayQp::<4, 4, 6>::new(cfg, Buffers::arrays()) else {
         return;
     };
     let mut mem = Mem(vec![0; 4096]);

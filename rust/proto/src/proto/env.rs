@@ -2,6 +2,7 @@
 //! packet transmission and completion delivery. The kernel module
 //! implements these over MRs, skbs and CQs; the tests over plain vectors.
 
+use crate::proto::payload::Payload;
 use crate::proto::verbs::WorkCompletion;
 
 /// Kind of access requested for a key.
@@ -77,6 +78,22 @@ pub trait MemoryAccess {
     /// Execute an atomic on the host-order 64-bit word at `va` and return
     /// its original value.
     fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError>;
+    /// Copy `data` (a packet's payload, possibly in pieces) to `va`.
+    fn write_payload(
+        &mut self,
+        key: u32,
+        va: u64,
+        data: &Payload<'_>,
+        access: Access,
+    ) -> Result<(), MemError> {
+        let mut at = va;
+        for c in data.chunks() {
+            self.write(key, at, c, access)?;
+            let n = u64::try_from(c.len()).map_err(|_| MemError::OutOfRange)?;
+            at = at.checked_add(n).ok_or(MemError::OutOfRange)?;
+        }
+        Ok(())
+    }
     /// Invalidate `rkey` (SEND_WITH_INV). The default does nothing.
     fn invalidate(&mut self, rkey: u32) -> Result<(), MemError> {
         let _ = rkey;

@@ -12,6 +12,7 @@
 //! semantics of Linux `crc32_le`: no implicit pre- or post-inversion.
 
 use crate::proto::opcode::{BTH_LEN, ICRC_LEN};
+use crate::proto::payload::Payload;
 
 /// A raw CRC-32 (polynomial 0xEDB88320, reflected) update step, like
 /// Linux `crc32_le(crc, data, len)`: no inversion on entry or exit.
@@ -103,6 +104,16 @@ pub fn compute<C: Crc32>(
     udp: &[u8],
     body: &[u8],
 ) -> Result<[u8; 4], IcrcError> {
+    compute_payload(crc, ip, udp, &Payload::from_slice(body))
+}
+
+/// [`compute`] for a body that may lie in several pieces.
+pub fn compute_payload<C: Crc32>(
+    crc: &mut C,
+    ip: IpHeader<'_>,
+    udp: &[u8],
+    body: &Payload<'_>,
+) -> Result<[u8; 4], IcrcError> {
     // Masked copy of IP + UDP + BTH: at most 40 + 8 + 12 bytes.
     let mut pseudo = [0u8; V6_LEN + UDP_LEN + BTH_LEN];
     let ip_len = match ip {
@@ -140,14 +151,22 @@ pub fn compute<C: Crc32>(
     copy(&mut pseudo, ip_len, udp);
     let udp_csum = ip_len.wrapping_add(6);
     fill(&mut pseudo, udp_csum..udp_csum.wrapping_add(2));
-    let bth = body.get(..BTH_LEN).ok_or(IcrcError::Truncated)?;
+    let mut bth = [0u8; BTH_LEN];
+    if !body.sub(0, BTH_LEN).is_some_and(|b| b.copy_to(&mut bth)) {
+        return Err(IcrcError::Truncated);
+    }
     let bth_off = ip_len.wrapping_add(UDP_LEN);
-    copy(&mut pseudo, bth_off, bth);
+    copy(&mut pseudo, bth_off, &bth);
     let resv8a = bth_off.wrapping_add(4);
     fill(&mut pseudo, resv8a..resv8a.wrapping_add(1));
     let pseudo_len = bth_off.wrapping_add(BTH_LEN);
     let mut c = crc.update(ICRC_SEED, pseudo.get(..pseudo_len).unwrap_or(&[]));
-    c = crc.update(c, body.get(BTH_LEN..).unwrap_or(&[]));
+    let rest = body
+        .sub(BTH_LEN, body.len().saturating_sub(BTH_LEN))
+        .unwrap_or(Payload::empty());
+    for chunk in rest.chunks() {
+        c = crc.update(c, chunk);
+    }
     Ok((!c).to_le_bytes())
 }
 
@@ -179,6 +198,32 @@ pub fn verify<C: Crc32>(
         udp_payload.get(end..).ok_or(IcrcError::Truncated)?,
     );
     if compute(crc, ip, udp, body)? == trailer {
+        Ok(())
+    } else {
+        Err(IcrcError::Mismatch)
+    }
+}
+
+/// [`verify`] for a UDP payload that may lie in several pieces.
+pub fn verify_payload<C: Crc32>(
+    crc: &mut C,
+    ip: IpHeader<'_>,
+    udp: &[u8],
+    udp_payload: &Payload<'_>,
+) -> Result<(), IcrcError> {
+    let end = udp_payload
+        .len()
+        .checked_sub(ICRC_LEN)
+        .ok_or(IcrcError::Truncated)?;
+    let body = udp_payload.sub(0, end).ok_or(IcrcError::Truncated)?;
+    let mut trailer = [0u8; ICRC_LEN];
+    if !udp_payload
+        .sub(end, ICRC_LEN)
+        .is_some_and(|t| t.copy_to(&mut trailer))
+    {
+        return Err(IcrcError::Truncated);
+    }
+    if compute_payload(crc, ip, udp, &body)? == trailer {
         Ok(())
     } else {
         Err(IcrcError::Mismatch)

@@ -34,6 +34,7 @@ pub mod headers;
 pub mod icrc;
 pub mod opcode;
 pub mod packet;
+pub mod payload;
 pub mod psn;
 pub mod qp;
 pub mod verbs;
@@ -44,8 +45,12 @@ pub use headers::{
 };
 pub use icrc::{Crc32, IcrcError, IpHeader, SoftCrc32};
 pub use opcode::{opcode_info, OpcodeInfo, Transport};
-pub use packet::{parse, EmitError, Headers, Packet, ParseError};
+pub use packet::{parse, parse_payload, EmitError, Headers, Packet, ParseError};
+pub use payload::Payload;
 pub use psn::{rnr_timer_us, Credits, Msn, NakCode, Psn, Syndrome, RNR_TIMER_US};
-pub use qp::{Counters, Qp, QpConfig, QpError, QpState, RemoteAccess};
+pub use qp::{
+    ArrayQp, Arrays, AtomicResult, Buffers, Counters, Qp, QpConfig, QpError, QpState, RemoteAccess,
+    Response, SendWqe, Slots, Storage,
+};
 pub use verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOp};
 pub use wire::HeaderRepr;

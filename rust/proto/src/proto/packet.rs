@@ -5,10 +5,15 @@ use crate::proto::headers::{
     AethRepr, AtomicAckRepr, AtomicEthRepr, BthRepr, DethRepr, IethRepr, ImmDtRepr, RethRepr,
 };
 use crate::proto::opcode::{mask, opcode_info, ExtHeader, OpcodeInfo, ICRC_LEN};
+use crate::proto::payload::Payload;
 use crate::proto::wire::HeaderRepr;
 
 /// Largest payload the parser accepts (the largest IB path MTU).
 pub const MAX_PAYLOAD: usize = 4096;
+
+/// Longest BTH plus extension headers of any opcode (a BTH, RETH and
+/// immediate data, or a BTH and AtomicETH, are the longest).
+pub const MAX_HDR_LEN: usize = 64;
 
 /// Why a packet was rejected. Each reason is meant to be counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -192,7 +197,7 @@ pub struct Packet<'a> {
     /// All headers.
     pub hdr: Headers,
     /// Payload without pad bytes.
-    pub payload: &'a [u8],
+    pub payload: Payload<'a>,
     /// The ICRC exactly as on the wire.
     pub icrc: [u8; 4],
 }
@@ -202,28 +207,46 @@ pub struct Packet<'a> {
 /// Never panics; rejects short, inconsistent or unknown packets. The ICRC
 /// is returned but not checked (see [`crate::proto::icrc`]).
 pub fn parse(buf: &[u8]) -> Result<Packet<'_>, ParseError> {
+    parse_payload(Payload::from_slice(buf))
+}
+
+/// Parse a UDP payload that may lie in several pieces (a received packet's
+/// fragments), as [`parse`] does; the packet's payload borrows the pieces.
+pub fn parse_payload(udp_payload: Payload<'_>) -> Result<Packet<'_>, ParseError> {
+    // The headers, gathered into one place (they may cross pieces).
+    let mut hbuf = [0u8; MAX_HDR_LEN];
+    let hlen = udp_payload.len().min(MAX_HDR_LEN);
+    let head = hbuf.get_mut(..hlen).ok_or(ParseError::Truncated)?;
+    let gathered = udp_payload.sub(0, hlen).is_some_and(|h| h.copy_to(head));
+    if !gathered {
+        return Err(ParseError::Truncated);
+    }
+    let buf: &[u8] = head;
     let bth = BthRepr::parse(buf)?;
     let info = opcode_info(bth.opcode).ok_or(ParseError::UnknownOpcode)?;
-    let body_end = buf
+    let body_end = udp_payload
         .len()
         .checked_sub(ICRC_LEN)
         .ok_or(ParseError::Truncated)?;
     if body_end < info.hdr_len {
         return Err(ParseError::Truncated);
     }
-    let icrc = buf
-        .get(body_end..)
-        .and_then(|s| <[u8; 4]>::try_from(s).ok())
-        .ok_or(ParseError::Truncated)?;
-    let padded = buf
-        .get(info.hdr_len..body_end)
+    let mut icrc = [0u8; ICRC_LEN];
+    if !udp_payload
+        .sub(body_end, ICRC_LEN)
+        .is_some_and(|t| t.copy_to(&mut icrc))
+    {
+        return Err(ParseError::Truncated);
+    }
+    let padded = body_end
+        .checked_sub(info.hdr_len)
         .ok_or(ParseError::Truncated)?;
     // Payload plus pad fills whole 4-byte words (all headers do too).
-    if padded.len() & 3 != 0 {
+    if padded & 3 != 0 {
         return Err(ParseError::BadPad);
     }
     let pad = usize::from(bth.pad_count);
-    let payload_len = padded.len().checked_sub(pad).ok_or(ParseError::BadPad)?;
+    let payload_len = padded.checked_sub(pad).ok_or(ParseError::BadPad)?;
     if !info.has(mask::PAYLOAD) {
         if pad != 0 {
             return Err(ParseError::BadPad);
@@ -235,7 +258,9 @@ pub fn parse(buf: &[u8]) -> Result<Packet<'_>, ParseError> {
     if payload_len > MAX_PAYLOAD {
         return Err(ParseError::TooLong);
     }
-    let payload = padded.get(..payload_len).ok_or(ParseError::BadPad)?;
+    let payload = udp_payload
+        .sub(info.hdr_len, payload_len)
+        .ok_or(ParseError::BadPad)?;
     let mut hdr = Headers::new(bth);
     for_each_ext(info, |h, off| {
         let b = buf.get(off..).ok_or(ParseError::Truncated)?;
@@ -291,7 +316,7 @@ mod tests {
         let off = h.emit(&mut buf, 5).unwrap();
         buf[off..off + 5].copy_from_slice(b"hello");
         let p = parse(&buf[..len]).unwrap();
-        assert_eq!(p.payload, b"hello");
+        assert!(p.payload == *b"hello".as_slice());
         assert_eq!(p.hdr.bth.pad_count, 3);
         assert_eq!(p.hdr.reth, h.reth);
         assert_eq!(p.hdr.imm, Some(0xdeadbeef));

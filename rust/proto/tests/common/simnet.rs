@@ -136,7 +136,7 @@ impl CompletionSink for SimCq {
     }
 }
 
-pub type SimQp = Qp<16, 16, 8>;
+pub type SimQp = ArrayQp<16, 16, 8>;
 
 pub struct Node {
     pub qp: SimQp,
@@ -148,7 +148,7 @@ pub struct Node {
 impl Node {
     pub fn new(cfg: QpConfig) -> Self {
         Node {
-            qp: SimQp::new(cfg).unwrap(),
+            qp: SimQp::new(cfg, Buffers::arrays()).unwrap(),
             mem: SimMem::default(),
             tx: SimTx::default(),
             cq: SimCq::default(),

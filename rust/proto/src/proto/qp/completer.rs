@@ -2,7 +2,7 @@
 //! completes send WQEs in order and decides on retransmission.
 
 use super::requester::{Requester, SendWqe};
-use super::{Counters, QpConfig};
+use super::{Counters, QpConfig, Storage};
 use crate::proto::env::{Access, Env};
 use crate::proto::opcode::rc;
 use crate::proto::packet::Packet;
@@ -46,7 +46,7 @@ pub(crate) fn nak_status(code: NakCode) -> WcStatus {
     }
 }
 
-impl<const N: usize> Requester<N> {
+impl<S: Storage> Requester<S> {
     /// Handle a response packet. Returns true if the QP must enter the
     /// error state.
     pub(crate) fn on_response(
@@ -70,10 +70,7 @@ impl<const N: usize> Requester<N> {
         let mut progressed = false;
         // Everything before `psn` was received by the responder: complete
         // SEND/WRITE WQEs that end before it (or at it, for an ACK).
-        for _ in 0..N {
-            let Some(w) = self.q.front().copied() else {
-                break;
-            };
+        while let Some(w) = self.q.front().copied() {
             if !w.started || w.wr.op.is_read_or_atomic() {
                 break;
             }
@@ -187,7 +184,7 @@ impl<const N: usize> Requester<N> {
         let va = w.wr.sge.addr.wrapping_add(u64::from(off));
         if env
             .mem
-            .write(w.wr.sge.lkey, va, pkt.payload, Access::LocalWrite)
+            .write_payload(w.wr.sge.lkey, va, &pkt.payload, Access::LocalWrite)
             .is_err()
         {
             self.error = Some((0, WcStatus::LocProtErr));

@@ -3,17 +3,21 @@
 //! A [`Qp`] is driven entirely by its caller: [`Qp::post_send`],
 //! [`Qp::post_recv`], [`Qp::on_packet`], [`Qp::on_timer`] and
 //! [`Qp::poll_tx`]. It never allocates, never recurses and does a bounded
-//! amount of work per call; all storage is in const-generic arrays:
-//! `SQ` send WQEs, `RQ` receive WQEs and `RD` responder resources (queued
-//! responses and remembered atomic results).
+//! amount of work per call. Its queues live in storage the caller provides
+//! ([`Storage`], [`Buffers`]), sized at run time: send WQEs in flight,
+//! receive WQEs taken ahead, and responder resources (queued responses and
+//! remembered atomic results). [`Arrays`] provides them as arrays.
 
 mod completer;
 mod requester;
 mod responder;
 mod ring;
 
+pub use requester::SendWqe;
 use requester::{Requester, Tx};
 use responder::Responder;
+pub use responder::{AtomicResult, Response};
+pub use ring::Slots;
 
 use crate::proto::env::Env;
 use crate::proto::packet::Packet;
@@ -158,31 +162,99 @@ pub struct Counters {
     pub sends_received: u64,
 }
 
-/// An RC queue pair.
+/// Where a QP's queues live: the storage types of its four queues.
+pub trait Storage {
+    /// Send WQEs in flight (posted and not completed).
+    type Send: Slots<SendWqe>;
+    /// Receive WQEs taken ahead of the packets that consume them.
+    type Recv: Slots<RecvWr>;
+    /// Queued responses (ACKs, READ responses, atomic ACKs): at least the
+    /// responder depth plus two.
+    type Resp: Slots<Response>;
+    /// Executed atomics remembered for duplicates.
+    type Atomic: Slots<AtomicResult>;
+}
+
+/// The storage of one QP's queues.
+pub struct Buffers<S: Storage> {
+    /// Send WQEs.
+    pub send: S::Send,
+    /// Receive WQEs.
+    pub recv: S::Recv,
+    /// Responses.
+    pub resp: S::Resp,
+    /// Atomic results.
+    pub atomic: S::Atomic,
+}
+
+/// Queues in arrays of fixed sizes: `SQ` send WQEs, `RQ` receive WQEs,
+/// `RD` responses and atomic results.
 #[derive(Debug)]
-pub struct Qp<const SQ: usize, const RQ: usize, const RD: usize> {
+pub struct Arrays<const SQ: usize, const RQ: usize, const RD: usize>;
+
+impl<const SQ: usize, const RQ: usize, const RD: usize> Storage for Arrays<SQ, RQ, RD> {
+    type Send = [Option<SendWqe>; SQ];
+    type Recv = [Option<RecvWr>; RQ];
+    type Resp = [Option<Response>; RD];
+    type Atomic = [Option<AtomicResult>; RD];
+}
+
+impl<const SQ: usize, const RQ: usize, const RD: usize> Buffers<Arrays<SQ, RQ, RD>> {
+    /// Empty arrays.
+    pub fn arrays() -> Self {
+        Buffers {
+            send: [None; SQ],
+            recv: [None; RQ],
+            resp: [None; RD],
+            atomic: [None; RD],
+        }
+    }
+}
+
+/// A QP whose queues are arrays.
+pub type ArrayQp<const SQ: usize, const RQ: usize, const RD: usize> = Qp<Arrays<SQ, RQ, RD>>;
+
+/// An RC queue pair.
+pub struct Qp<S: Storage> {
     cfg: QpConfig,
     state: QpState,
-    req: Requester<SQ>,
-    resp: Responder<RQ, RD>,
+    req: Requester<S>,
+    resp: Responder<S>,
     counters: Counters,
 }
 
-impl<const SQ: usize, const RQ: usize, const RD: usize> Qp<SQ, RQ, RD> {
-    /// Create a QP in RTS with the given configuration.
-    pub fn new(cfg: QpConfig) -> Result<Self, QpError> {
+impl<S: Storage> core::fmt::Debug for Qp<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Qp")
+            .field("cfg", &self.cfg)
+            .field("state", &self.state)
+            .field("counters", &self.counters)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Storage> Qp<S> {
+    /// Create a QP in RTS with the given configuration, its queues in
+    /// `bufs`.
+    pub fn new(cfg: QpConfig, bufs: Buffers<S>) -> Result<Self, QpError> {
         if !cfg.mtu.is_power_of_two() || !(256..=4096).contains(&cfg.mtu) {
             return Err(QpError::BadMtu);
         }
         let rd_needed = usize::from(cfg.max_rd_atomic).saturating_add(2);
-        if SQ == 0 || RQ == 0 || RD < rd_needed || SQ > u32::MAX as usize {
+        let sq = bufs.send.slots().len();
+        if sq == 0
+            || bufs.recv.slots().is_empty()
+            || bufs.resp.slots().len() < rd_needed
+            || bufs.atomic.slots().is_empty()
+            || sq > u32::MAX as usize
+        {
             return Err(QpError::BadCapacity);
         }
         Ok(Qp {
             cfg,
             state: QpState::Rts,
-            req: Requester::new(&cfg),
-            resp: Responder::new(&cfg),
+            req: Requester::new(&cfg, bufs.send),
+            resp: Responder::new(&cfg, bufs.recv, bufs.resp, bufs.atomic),
             counters: Counters::default(),
         })
     }
@@ -253,6 +325,13 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> Qp<SQ, RQ, RD> {
         self.resp.queued()
     }
 
+    /// The largest READ/atomic depth (initiator or responder) the QP's
+    /// response queue allows: its capacity minus two (one ACK behind a
+    /// READ response, one more to NAK).
+    pub fn max_rd_atomic(&self) -> usize {
+        self.resp.capacity().saturating_sub(2)
+    }
+
     /// How many more send work requests [`Qp::post_send`] accepts now.
     pub fn send_room(&self) -> usize {
         self.req.free()
@@ -273,7 +352,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> Qp<SQ, RQ, RD> {
         if !self.req.is_idle() {
             return Err(QpError::InvalidWr);
         }
-        if RD < usize::from(max_rd_atomic).saturating_add(2) {
+        if usize::from(max_rd_atomic) > self.max_rd_atomic() {
             return Err(QpError::BadCapacity);
         }
         self.cfg.sq_psn = sq_psn;
@@ -281,7 +360,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> Qp<SQ, RQ, RD> {
         self.cfg.rnr_retry = rnr_retry;
         self.cfg.timeout_us = timeout_us;
         self.cfg.max_rd_atomic = max_rd_atomic;
-        self.req = Requester::new(&self.cfg);
+        self.req.restart(&self.cfg);
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 //! runs the ACK and RNR timers.
 
 use super::ring::Ring;
-use super::{Counters, QpConfig, QpError, QpState};
+use super::{Counters, QpConfig, QpError, QpState, Storage};
 use crate::proto::env::{Access, Env};
 use crate::proto::headers::{AtomicEthRepr, BthRepr, RethRepr};
 use crate::proto::opcode::rc;
@@ -26,9 +26,10 @@ pub(crate) fn npkts(len: u32, mtu: u32) -> u32 {
 /// Packets of one message between explicit ACK requests.
 const ACK_EVERY: u32 = 16;
 
-/// A send WQE and its transmission bookkeeping.
+/// A send WQE and its transmission bookkeeping: an element of the
+/// requester's queue ([`Storage::Send`]).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct SendWqe {
+pub struct SendWqe {
     pub(crate) wr: SendWr,
     /// PSN of the first packet; valid once `started`.
     pub(crate) first_psn: Psn,
@@ -60,9 +61,12 @@ pub(crate) enum Tx {
 }
 
 /// Requester and completer state of a QP (send side).
-#[derive(Debug)]
-pub(crate) struct Requester<const N: usize> {
-    pub(super) q: Ring<SendWqe, N>,
+pub(crate) struct Requester<S: Storage> {
+    pub(super) q: Ring<SendWqe, S::Send>,
+    /// Started READ and atomic WQEs not completed yet (every WQE before the
+    /// first unstarted one is started, so this is the number of READs and
+    /// atomics ahead of it).
+    pub(super) rd_started: usize,
     /// Index (from the head of `q`) of the WQE to transmit next.
     pub(super) send_rel: usize,
     /// Byte offset within that WQE.
@@ -82,11 +86,12 @@ pub(crate) struct Requester<const N: usize> {
     pub(super) error: Option<(usize, WcStatus)>,
 }
 
-impl<const N: usize> Requester<N> {
-    pub(crate) fn new(cfg: &QpConfig) -> Self {
+impl<S: Storage> Requester<S> {
+    pub(crate) fn new(cfg: &QpConfig, send: S::Send) -> Self {
         let psn = Psn::new(cfg.sq_psn);
         Requester {
-            q: Ring::new(),
+            q: Ring::new(send),
+            rd_started: 0,
             send_rel: 0,
             send_off: 0,
             next_psn: psn,
@@ -98,6 +103,23 @@ impl<const N: usize> Requester<N> {
             last_rewind: None,
             error: None,
         }
+    }
+
+    /// Start over with `cfg` (at the move to RTS), keeping the storage.
+    pub(crate) fn restart(&mut self, cfg: &QpConfig) {
+        let psn = Psn::new(cfg.sq_psn);
+        self.q.clear();
+        self.rd_started = 0;
+        self.send_rel = 0;
+        self.send_off = 0;
+        self.next_psn = psn;
+        self.comp_psn = psn;
+        self.retry_left = cfg.retry_cnt;
+        self.rnr_left = cfg.rnr_retry;
+        self.retry_deadline = None;
+        self.rnr_deadline = None;
+        self.last_rewind = None;
+        self.error = None;
     }
 
     pub(crate) fn post(
@@ -250,6 +272,9 @@ impl<const N: usize> Requester<N> {
         status: WcStatus,
     ) {
         let Some(w) = self.q.pop() else { return };
+        if w.started && w.wr.op.is_read_or_atomic() {
+            self.rd_started = self.rd_started.saturating_sub(1);
+        }
         if status == WcStatus::Success
             && matches!(
                 w.wr.op,
@@ -273,15 +298,17 @@ impl<const N: usize> Requester<N> {
 
     /// Complete every WQE: the failed one with its error, the rest flushed.
     pub(crate) fn flush(&mut self, env: &mut Env<'_>, cfg: &QpConfig) {
-        for i in 0..N {
-            let Some(w) = self.q.pop() else { break };
+        let mut i = 0usize;
+        while let Some(w) = self.q.pop() {
             let status = match self.error {
                 Some((j, s)) if j == i => s,
                 _ => WcStatus::WrFlushErr,
             };
             env.cq.send_completion(&wc(cfg, &w.wr, status));
+            i = i.saturating_add(1);
         }
         self.error = None;
+        self.rd_started = 0;
         self.send_rel = 0;
         self.send_off = 0;
         self.comp_psn = self.next_psn;
@@ -291,10 +318,7 @@ impl<const N: usize> Requester<N> {
 
     /// May the WQE at `send_rel` be started now?
     fn may_start(&self, cfg: &QpConfig, w: &SendWqe) -> bool {
-        let rd = (0..self.send_rel)
-            .filter_map(|i| self.q.get(i))
-            .filter(|x| x.wr.op.is_read_or_atomic())
-            .count();
+        let rd = self.rd_started;
         if w.wr.fence && rd > 0 {
             return false;
         }
@@ -321,6 +345,9 @@ impl<const N: usize> Requester<N> {
             }
             w.first_psn = self.next_psn;
             w.started = true;
+            if w.wr.op.is_read_or_atomic() {
+                self.rd_started = self.rd_started.saturating_add(1);
+            }
             if let Some(slot) = self.q.get_mut(self.send_rel) {
                 *slot = w;
             }

@@ -5,8 +5,8 @@
 //! [`MemoryAccess`]: crate::proto::env::MemoryAccess
 
 use super::requester::npkts;
-use super::ring::Ring;
-use super::{Counters, QpConfig, QpError, QpState};
+use super::ring::{Ring, Slots};
+use super::{Counters, QpConfig, QpError, QpState, Storage};
 use crate::proto::env::{Access, AtomicOp, Env};
 use crate::proto::headers::{AethRepr, BthRepr};
 use crate::proto::opcode::{mask, rc};
@@ -15,27 +15,48 @@ use crate::proto::psn::{Credits, Msn, NakCode, Syndrome};
 use crate::proto::verbs::{RecvWr, WcOpcode, WcStatus, WorkCompletion};
 use crate::proto::Psn;
 
-/// A response waiting to be transmitted.
+/// A response waiting to be transmitted: an element of the responder's
+/// response queue ([`Storage::Resp`]).
 #[derive(Debug, Clone, Copy)]
-enum Response {
+pub enum Response {
     /// ACK, RNR NAK or NAK.
     Ack {
+        /// PSN acknowledged.
         psn: Psn,
+        /// ACK, RNR NAK or NAK code.
         syndrome: Syndrome,
+        /// MSN at the time.
         msn: Msn,
     },
     /// Result of an atomic (fresh or replayed from history).
-    AtomicAck { psn: Psn, orig: u64, msn: Msn },
-    /// READ response stream; `psn` is the next packet's PSN.
-    Read {
+    AtomicAck {
+        /// PSN of the atomic request.
         psn: Psn,
+        /// The word's value before the operation.
+        orig: u64,
+        /// MSN at the time.
+        msn: Msn,
+    },
+    /// READ response stream.
+    Read {
+        /// The next packet's PSN.
+        psn: Psn,
+        /// Address of the next byte.
         va: u64,
+        /// Key of the region read.
         rkey: u32,
+        /// Bytes still to send.
         remaining: u32,
+        /// The next packet is the first of the response.
         first: bool,
+        /// MSN at the time.
         msn: Msn,
     },
 }
+
+/// An atomic the responder executed, remembered to answer a duplicate of
+/// its request: an element of [`Storage::Atomic`].
+pub type AtomicResult = (Psn, u64);
 
 /// The multi-packet message currently being received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,9 +74,8 @@ enum InMsg {
 }
 
 /// Responder state of a QP (receive side).
-#[derive(Debug)]
-pub(crate) struct Responder<const RQ: usize, const RD: usize> {
-    rq: Ring<RecvWr, RQ>,
+pub(crate) struct Responder<S: Storage> {
+    rq: Ring<RecvWr, S::Recv>,
     /// Error status for the receive WQE at the head when flushing.
     rq_error: Option<WcStatus>,
     epsn: Psn,
@@ -63,30 +83,30 @@ pub(crate) struct Responder<const RQ: usize, const RD: usize> {
     cur: InMsg,
     /// A sequence-error NAK was sent and the expected PSN has not arrived.
     nak_sent: bool,
-    resp_q: Ring<Response, RD>,
+    resp_q: Ring<Response, S::Resp>,
     /// Recently executed atomics, for replaying duplicates.
-    atomics: Ring<(Psn, u64), RD>,
+    atomics: Ring<AtomicResult, S::Atomic>,
     /// The fatal NAK this responder sent, if any.
     failed: Option<NakCode>,
 }
 
 /// Does the incoming packet need a response slot that is not available?
-fn no_room<const RD: usize>(q: &Ring<Response, RD>) -> bool {
+fn no_room<B: Slots<Response>>(q: &Ring<Response, B>) -> bool {
     // Keep one slot for an ACK/NAK behind every READ/atomic response.
     q.free() < 2
 }
 
-impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
-    pub(crate) fn new(cfg: &QpConfig) -> Self {
+impl<S: Storage> Responder<S> {
+    pub(crate) fn new(cfg: &QpConfig, recv: S::Recv, resp: S::Resp, atomic: S::Atomic) -> Self {
         Responder {
-            rq: Ring::new(),
+            rq: Ring::new(recv),
             rq_error: None,
             epsn: Psn::new(cfg.rq_psn),
             msn: Msn::new(0),
             cur: InMsg::None,
             nak_sent: false,
-            resp_q: Ring::new(),
-            atomics: Ring::new(),
+            resp_q: Ring::new(resp),
+            atomics: Ring::new(atomic),
             failed: None,
         }
     }
@@ -106,6 +126,11 @@ impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
         self.rq.push(wr).map_err(|_| QpError::QueueFull)
     }
 
+    /// Responses the queue holds at most.
+    pub(crate) fn capacity(&self) -> usize {
+        self.resp_q.capacity()
+    }
+
     /// Receive WQEs posted and not yet consumed.
     pub(crate) fn queued(&self) -> usize {
         self.rq.len()
@@ -118,8 +143,7 @@ impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
     /// Flush all receive WQEs. Queued responses (e.g. the NAK that caused
     /// the error) are still transmitted.
     pub(crate) fn flush(&mut self, env: &mut Env<'_>, cfg: &QpConfig) {
-        for _ in 0..RQ {
-            let Some(wr) = self.rq.pop() else { break };
+        while let Some(wr) = self.rq.pop() {
             let status = self.rq_error.take().unwrap_or(WcStatus::WrFlushErr);
             env.cq.recv_completion(&recv_wc(cfg, &wr, status));
         }
@@ -291,7 +315,7 @@ impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
         if plen > 0
             && env
                 .mem
-                .write(wqe.sge.lkey, va, pkt.payload, Access::LocalWrite)
+                .write_payload(wqe.sge.lkey, va, &pkt.payload, Access::LocalWrite)
                 .is_err()
         {
             self.rq_error = Some(WcStatus::LocProtErr);
@@ -349,7 +373,7 @@ impl<const RQ: usize, const RD: usize> Responder<RQ, RD> {
         if plen > 0
             && env
                 .mem
-                .write(rkey, dst, pkt.payload, Access::RemoteWrite)
+                .write_payload(rkey, dst, &pkt.payload, Access::RemoteWrite)
                 .is_err()
         {
             return self.fatal(ctr, psn, NakCode::RemoteAccessError);

@@ -7,7 +7,7 @@
 //! rrxe's `encap_rcv` hook (in `rrxe_shims.c`), which queues it and kicks the
 //! worker. Everything else happens in the worker, in process context.
 
-use crate::rdma::{bindings as b, netdev::NetDevice};
+use crate::{bindings as b, net::netdev::NetDevice};
 use core::ptr::NonNull;
 use kernel::{error::from_err_ptr, prelude::*};
 

@@ -4,7 +4,7 @@
 //!
 //! C header: [`include/linux/netdevice.h`](srctree/include/linux/netdevice.h).
 
-use super::bindings as b;
+use crate::bindings as b;
 use core::ptr::NonNull;
 use kernel::{prelude::*, sync::aref::AlwaysRefCounted, types::Opaque};
 
@@ -54,6 +54,20 @@ impl NetDevice {
     pub fn mtu(&self) -> u32 {
         // SAFETY: By the invariant the device is alive.
         unsafe { b::rrxe_netdev_mtu(self.as_raw()) }
+    }
+
+    /// The interface index.
+    pub fn ifindex(&self) -> i32 {
+        // SAFETY: By the invariant the device is alive; the index is fixed
+        // while it is registered.
+        unsafe { (*self.as_raw()).ifindex }
+    }
+
+    /// The network namespace the device is in (for route lookups and
+    /// output; valid while the device is).
+    pub(crate) fn net(&self) -> *mut b::net {
+        // SAFETY: By the invariant the device is alive.
+        unsafe { b::rrxe_dev_net(self.as_raw()) }
     }
 
     /// The 6-byte Ethernet address.

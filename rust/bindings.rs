@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Raw bindings for the RDMA subsystem, generated at build time.
+//! Raw bindings for the RDMA and networking headers rrxe uses, and for the
+//! C shims of `drivers/infiniband/sw/rrxe/rrxe_shims.c`, generated at build
+//! time.
 //!
 //! The kernel crate carries no RDMA bindings, so rrxe's Kbuild runs bindgen over
 //! `drivers/infiniband/sw/rrxe/rdma_bindings.h` with the kernel's own C flags.
 //! Types here are distinct from `kernel::bindings`' types of the same name.
+//! Only the abstractions under `rust/` use them.
 
 #![allow(
     dead_code,
@@ -32,4 +35,4 @@ type __kernel_size_t = usize;
 type __kernel_ssize_t = isize;
 type __kernel_ptrdiff_t = isize;
 
-include!("../../drivers/infiniband/sw/rrxe/generated/rdma_bindings.rs");
+include!("../drivers/infiniband/sw/rrxe/generated/rdma_bindings.rs");

@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Execution primitives the datapath is built on, beyond those of the
+//! kernel crate: data that one context at a time works on ([`serial`]), a
+//! workqueue the module owns ([`workqueue`]), and a table of
+//! reference-counted objects that softirq context can look up ([`table`]).
+
+pub mod serial;
+pub mod table;
+pub mod workqueue;
