@@ -13,7 +13,8 @@
 //! (which covers it) can be computed. So [`Route::send`] builds the IP and
 //! UDP headers in the packet's headroom itself, lets the caller seal the
 //! packet, and hands it to `ip_local_out`/`ip6_local_out`, which fill in
-//! the IPv4 header checksum and lengths.
+//! the IPv4 header checksum and lengths. [`send`] does this over a
+//! [`Route`]'s cached route, or a route looked up for one packet.
 
 use super::{netdev::NetDevice, skb::SkBuff};
 use crate::bindings as b;
@@ -141,11 +142,11 @@ unsafe impl Send for Route {}
 unsafe impl Sync for Route {}
 
 impl Route {
-    /// An empty route cache.
+    /// An empty route cache. Allocates, may sleep.
     pub fn new() -> Result<Self> {
-        let cache = KBox::new(Opaque::<b::dst_cache>::uninit(), GFP_KERNEL | __GFP_ZERO)?;
-        // SAFETY: `cache` is valid, zeroed memory for a dst_cache that does
-        // not move (it is boxed).
+        let cache = KBox::new(Opaque::<b::dst_cache>::uninit(), GFP_KERNEL)?;
+        // SAFETY: `cache` is valid memory for a dst_cache that does not move
+        // (it is boxed).
         let ret = unsafe { b::rrxe_dst_cache_init(cache.get()) };
         if ret != 0 {
             return Err(Error::from_errno(ret));
@@ -159,148 +160,6 @@ impl Route {
         // SAFETY: By the invariant the cache is initialised.
         unsafe { b::dst_cache_reset_now(self.cache.get()) };
     }
-
-    /// Sends `skb`, whose data is a UDP payload, as a datagram between
-    /// `ep`'s endpoints out of `netdev`: pushes the IP and UDP headers,
-    /// lets `seal` finish the whole packet (IP header first, linear), and
-    /// hands it to the IP layer.
-    pub fn send(
-        &self,
-        netdev: &NetDevice,
-        ep: &Endpoints,
-        mut skb: SkBuff,
-        seal: impl FnOnce(&mut [u8]) -> Result,
-    ) -> Result {
-        let payload = skb.len();
-        let hlen = ep.header_len();
-        let hdr = skb.push(hlen).ok_or(ENOBUFS)?;
-        ep.write_headers(hdr, payload)?;
-        skb.reset_network_header();
-        skb.set_transport_after_network(hlen.saturating_sub(UDP_HLEN));
-        let total = skb.len();
-        // SAFETY: Packets built for sending are linear; `data` holds `total`
-        // bytes that only this function touches until they are sent.
-        let packet = unsafe { core::slice::from_raw_parts_mut((*skb.as_raw()).data, total) };
-        if skb.linear().len() != total {
-            return Err(EINVAL);
-        }
-        seal(packet)?;
-        let net = netdev.net();
-        let oif = netdev.ifindex();
-        match (ep.src, ep.dst) {
-            (IpAddr::V4(src), IpAddr::V4(dst)) => self.output4(net, oif, skb, src, dst, ep.tclass),
-            (IpAddr::V6(src), IpAddr::V6(dst)) => self.output6(net, oif, skb, src, dst),
-            _ => Err(EAFNOSUPPORT),
-        }
-    }
-
-    fn output4(
-        &self,
-        net: *mut b::net,
-        oif: i32,
-        skb: SkBuff,
-        src: [u8; 4],
-        dst: [u8; 4],
-        tos: u8,
-    ) -> Result {
-        let saddr = u32::from_ne_bytes(src);
-        let mut cached_src = saddr;
-        // SAFETY: By the invariant the cache is initialised; on a hit it
-        // returns a route with a reference for us.
-        let mut rt = unsafe { b::dst_cache_get_ip4(self.cache.get(), &mut cached_src) };
-        if rt.is_null() || cached_src != saddr {
-            if !rt.is_null() {
-                // SAFETY: We hold a reference to the cached route.
-                unsafe { b::dst_release(&raw mut (*rt).dst) };
-            }
-            let mut fl = b::flowi4 {
-                saddr,
-                daddr: u32::from_ne_bytes(dst),
-                ..Default::default()
-            };
-            fl.__fl_common.flowic_oif = oif;
-            fl.__fl_common.flowic_proto = IPPROTO_UDP;
-            fl.__fl_common.flowic_dscp = tos >> 2;
-            // SAFETY: `net` is the live namespace of the output device; the
-            // lookup returns a referenced route or an error pointer.
-            rt = from_err_ptr(unsafe { b::ip_route_output_flow(net, &mut fl, core::ptr::null()) })?;
-            if rt.is_null() {
-                return Err(EHOSTUNREACH);
-            }
-            // SAFETY: `rt` is a referenced route; the cache takes its own.
-            unsafe { b::dst_cache_set_ip4(self.cache.get(), &raw mut (*rt).dst, saddr) };
-        }
-        let skb = skb.into_raw().as_ptr();
-        // SAFETY: `skb` is ours; `rt` holds a reference that the skb takes
-        // over; `ip_local_out` consumes the skb whatever it returns.
-        let ret = unsafe {
-            b::rrxe_skb_prepare_output(skb, &raw mut (*rt).dst, false);
-            b::ip_local_out(net, core::ptr::null_mut(), skb)
-        };
-        output_result(ret)
-    }
-
-    fn output6(
-        &self,
-        net: *mut b::net,
-        oif: i32,
-        skb: SkBuff,
-        src: [u8; 16],
-        dst: [u8; 16],
-    ) -> Result {
-        let mut cached_src = b::in6_addr::default();
-        // SAFETY: By the invariant the cache is initialised; on a hit it
-        // returns a referenced route.
-        let mut d = unsafe { b::dst_cache_get_ip6(self.cache.get(), &mut cached_src) };
-        // SAFETY: `in6_addr` is a union of byte views of the same 16 bytes.
-        if !d.is_null() && unsafe { cached_src.in6_u.u6_addr8 } != src {
-            // SAFETY: We hold a reference to the cached route.
-            unsafe { b::dst_release(d) };
-            d = core::ptr::null_mut();
-        }
-        if d.is_null() {
-            let mut fl = b::flowi6::default();
-            fl.__fl_common.flowic_oif = oif;
-            fl.__fl_common.flowic_proto = IPPROTO_UDP;
-            fl.saddr.in6_u.u6_addr8 = src;
-            fl.daddr.in6_u.u6_addr8 = dst;
-            // SAFETY: `net` is the live namespace of the output device; the
-            // lookup always returns a referenced dst, whose `error` says
-            // whether it is usable.
-            d = unsafe { b::ip6_route_output_flags(net, core::ptr::null(), &mut fl, 0) };
-            let err = NonNull::new(d).map_or(-22, |d| {
-                // SAFETY: `d` is a valid dst.
-                unsafe { (*d.as_ptr()).error }
-            });
-            if err != 0 {
-                if !d.is_null() {
-                    // SAFETY: We hold the lookup's reference.
-                    unsafe { b::dst_release(d) };
-                }
-                return Err(Error::from_errno(i32::from(err)));
-            }
-            // SAFETY: `d` is referenced; the cache takes its own reference.
-            unsafe { b::dst_cache_set_ip6(self.cache.get(), d, &fl.saddr) };
-        }
-        let skb = skb.into_raw().as_ptr();
-        // SAFETY: As in `output4`.
-        let ret = unsafe {
-            b::rrxe_skb_prepare_output(skb, d, true);
-            b::ip6_local_out(net, core::ptr::null_mut(), skb)
-        };
-        output_result(ret)
-    }
-}
-
-/// `ip_local_out`'s result: negative errors, or positive `NET_XMIT_*` codes
-/// of which only a drop is a failure.
-fn output_result(ret: c_int) -> Result {
-    match ret {
-        0 => Ok(()),
-        r if r < 0 => Err(Error::from_errno(r)),
-        // NET_XMIT_DROP, NET_XMIT_CN: the packet did not go (or may not).
-        _ => Err(ENOBUFS),
-    }
 }
 
 impl Drop for Route {
@@ -308,5 +167,162 @@ impl Drop for Route {
         // SAFETY: By the invariant the cache is initialised and destroyed
         // only here.
         unsafe { b::dst_cache_destroy(self.cache.get()) };
+    }
+}
+
+/// Sends `skb`, whose data is a UDP payload, as a datagram between `ep`'s
+/// endpoints out of `netdev`: pushes the IP and UDP headers, lets `seal`
+/// finish the whole packet (IP header first, linear), and hands it to the
+/// IP layer, over `route`'s cached route or, without one, a route looked up
+/// for this packet alone. Callable in any context but hard interrupts.
+pub fn send(
+    route: Option<&Route>,
+    netdev: &NetDevice,
+    ep: &Endpoints,
+    mut skb: SkBuff,
+    seal: impl FnOnce(&mut [u8]) -> Result,
+) -> Result {
+    let payload = skb.len();
+    let hlen = ep.header_len();
+    let hdr = skb.push(hlen).ok_or(ENOBUFS)?;
+    ep.write_headers(hdr, payload)?;
+    skb.reset_network_header();
+    skb.set_transport_after_network(hlen.saturating_sub(UDP_HLEN));
+    let total = skb.len();
+    if skb.linear().len() != total {
+        return Err(EINVAL);
+    }
+    // SAFETY: The packet is linear (checked): `data` holds `total` bytes
+    // that only this function touches until they are sent.
+    let packet = unsafe { core::slice::from_raw_parts_mut((*skb.as_raw()).data, total) };
+    seal(packet)?;
+    let out = Output {
+        cache: route.map_or(core::ptr::null_mut(), |r| r.cache.get()),
+        net: netdev.net(),
+        oif: netdev.ifindex(),
+    };
+    match (ep.src, ep.dst) {
+        (IpAddr::V4(src), IpAddr::V4(dst)) => out.v4(skb, src, dst, ep.tclass),
+        (IpAddr::V6(src), IpAddr::V6(dst)) => out.v6(skb, src, dst),
+        _ => Err(EAFNOSUPPORT),
+    }
+}
+
+/// The output side of one send.
+///
+/// # Invariants
+///
+/// `cache` is NULL or an initialised route cache, and `net` the live
+/// namespace of interface `oif`, for the duration of the send.
+struct Output {
+    cache: *mut b::dst_cache,
+    net: *mut b::net,
+    oif: i32,
+}
+
+impl Output {
+    fn v4(&self, skb: SkBuff, src: [u8; 4], dst: [u8; 4], tos: u8) -> Result {
+        let saddr = u32::from_ne_bytes(src);
+        let mut cached_src = saddr;
+        let mut rt = if self.cache.is_null() {
+            core::ptr::null_mut()
+        } else {
+            // SAFETY: The cache is initialised (invariant); on a hit it
+            // returns a route with a reference for us.
+            unsafe { b::dst_cache_get_ip4(self.cache, &mut cached_src) }
+        };
+        if !rt.is_null() && cached_src != saddr {
+            // SAFETY: We hold a reference to the cached route.
+            unsafe { b::dst_release(&raw mut (*rt).dst) };
+            rt = core::ptr::null_mut();
+        }
+        if rt.is_null() {
+            let mut fl = b::flowi4 {
+                saddr,
+                daddr: u32::from_ne_bytes(dst),
+                ..Default::default()
+            };
+            fl.__fl_common.flowic_oif = self.oif;
+            fl.__fl_common.flowic_proto = IPPROTO_UDP;
+            fl.__fl_common.flowic_dscp = tos >> 2;
+            // SAFETY: `net` is live (invariant); the lookup returns a
+            // referenced route or an error pointer.
+            rt = from_err_ptr(unsafe {
+                b::ip_route_output_flow(self.net, &mut fl, core::ptr::null())
+            })?;
+            if rt.is_null() {
+                return Err(EHOSTUNREACH);
+            }
+            if !self.cache.is_null() {
+                // SAFETY: `rt` is referenced; the cache takes its own.
+                unsafe { b::dst_cache_set_ip4(self.cache, &raw mut (*rt).dst, saddr) };
+            }
+        }
+        let skb = skb.into_raw().as_ptr();
+        // SAFETY: `skb` is ours; the skb takes over our reference to `rt`;
+        // `ip_local_out` consumes the skb whatever it returns.
+        let ret = unsafe {
+            b::rrxe_skb_prepare_output(skb, &raw mut (*rt).dst, false);
+            b::ip_local_out(self.net, core::ptr::null_mut(), skb)
+        };
+        output_result(ret)
+    }
+
+    fn v6(&self, skb: SkBuff, src: [u8; 16], dst: [u8; 16]) -> Result {
+        let mut cached_src = b::in6_addr::default();
+        let mut d = if self.cache.is_null() {
+            core::ptr::null_mut()
+        } else {
+            // SAFETY: The cache is initialised (invariant); on a hit it
+            // returns a referenced route.
+            unsafe { b::dst_cache_get_ip6(self.cache, &mut cached_src) }
+        };
+        // SAFETY: `in6_addr` is a union of views of the same 16 bytes.
+        if !d.is_null() && unsafe { cached_src.in6_u.u6_addr8 } != src {
+            // SAFETY: We hold a reference to the cached route.
+            unsafe { b::dst_release(d) };
+            d = core::ptr::null_mut();
+        }
+        if d.is_null() {
+            let mut fl = b::flowi6::default();
+            fl.__fl_common.flowic_oif = self.oif;
+            fl.__fl_common.flowic_proto = IPPROTO_UDP;
+            fl.saddr.in6_u.u6_addr8 = src;
+            fl.daddr.in6_u.u6_addr8 = dst;
+            // SAFETY: `net` is live (invariant); the lookup always returns a
+            // referenced dst, whose `error` says whether it is usable.
+            d = unsafe { b::ip6_route_output_flags(self.net, core::ptr::null(), &mut fl, 0) };
+            let Some(dn) = NonNull::new(d) else {
+                return Err(EHOSTUNREACH);
+            };
+            // SAFETY: `dn` is a valid dst.
+            let err = unsafe { (*dn.as_ptr()).error };
+            if err != 0 {
+                // SAFETY: We hold the lookup's reference.
+                unsafe { b::dst_release(d) };
+                return Err(Error::from_errno(i32::from(err)));
+            }
+            if !self.cache.is_null() {
+                // SAFETY: `d` is referenced; the cache takes its own.
+                unsafe { b::dst_cache_set_ip6(self.cache, d, &fl.saddr) };
+            }
+        }
+        let skb = skb.into_raw().as_ptr();
+        // SAFETY: As in `v4`.
+        let ret = unsafe {
+            b::rrxe_skb_prepare_output(skb, d, true);
+            b::ip6_local_out(self.net, core::ptr::null_mut(), skb)
+        };
+        output_result(ret)
+    }
+}
+
+/// `ip_local_out`'s result: negative errors, or positive `NET_XMIT_*` codes
+/// of which only success counts as sent.
+fn output_result(ret: c_int) -> Result {
+    match ret {
+        0 => Ok(()),
+        r if r < 0 => Err(Error::from_errno(r)),
+        _ => Err(ENOBUFS),
     }
 }

@@ -85,11 +85,21 @@ impl<T: Send + Sync> Table<T> {
 
     /// A new reference to the object at `index`, if there is one.
     pub fn get(&self, index: u32) -> Option<Arc<T>> {
+        self.get_and(index, |_| ())
+    }
+
+    /// As [`Table::get`], and calls `f` on the object under the table's
+    /// lock, so that `f` happens either before a [`Table::remove`] of the
+    /// object or not at all.
+    pub fn get_and(&self, index: u32, f: impl FnOnce(&T)) -> Option<Arc<T>> {
         // SAFETY: `xa` is initialised (invariant).
         unsafe { b::rrxe_xa_lock_bh(self.xa()) };
         // SAFETY: As above.
         let ptr = unsafe { b::xa_load(self.xa(), index as usize) };
         let obj = self.reference(ptr);
+        if let Some(o) = &obj {
+            f(o);
+        }
         // SAFETY: Locked above.
         unsafe { b::rrxe_xa_unlock_bh(self.xa()) };
         obj

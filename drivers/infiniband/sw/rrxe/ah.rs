@@ -31,8 +31,9 @@ pub(crate) struct AhInfo {
     pub(crate) hop_limit: u8,
     /// Traffic class / TOS.
     pub(crate) tclass: u8,
-    /// Explicit padding, so the structure is plain bytes.
-    pub(crate) pad: [u8; 2],
+    /// Destination Ethernet address (ib_core resolved it; the device's own
+    /// means the datagram stays on this device).
+    pub(crate) dmac: [u8; 6],
 }
 
 impl AhInfo {
@@ -47,6 +48,7 @@ impl AhInfo {
         out[32..36].copy_from_slice(&self.flow_label.to_ne_bytes());
         out[36] = self.hop_limit;
         out[37] = self.tclass;
+        out[38..44].copy_from_slice(&self.dmac);
         out
     }
 
@@ -59,6 +61,7 @@ impl AhInfo {
         info.flow_label = u32::from_ne_bytes([b[32], b[33], b[34], b[35]]);
         info.hop_limit = b[36];
         info.tclass = b[37];
+        info.dmac.copy_from_slice(&b[38..44]);
         Some(info)
     }
 }
@@ -87,7 +90,8 @@ impl Ah {
             flow_label: grh.flow_label,
             hop_limit: grh.hop_limit,
             tclass: grh.traffic_class,
-            pad: [0; 2],
+            // SAFETY: RoCE address vectors use the `roce` member of the union.
+            dmac: unsafe { attr.__bindgen_anon_1.roce.dmac },
         };
         if !udata.is_user() {
             return Ok(Self { user: None, info });

@@ -15,18 +15,14 @@ use crate::{
     uapi::CQE_SIZE,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
-use kernel::{
-    new_mutex, new_spinlock_irq,
-    prelude::*,
-    sync::{Mutex, SpinLockIrq},
-};
+use kernel::{new_spinlock_irq, prelude::*, sync::SpinLockIrq};
 
 /// Driver data of a completion queue.
 #[pin_data]
 pub(crate) struct Cq {
-    /// The producer side (the datapath worker and the verbs).
+    /// The producer side (QP runs in any context, and the verbs).
     #[pin]
-    ring: Mutex<Queue>,
+    ring: SpinLockIrq<Queue>,
     /// For a kernel CQ, the consumer side `poll_cq` uses, possibly in atomic
     /// context (hence a spinlock with interrupts off).
     #[pin]
@@ -70,7 +66,7 @@ impl Cq {
         };
         *cqe = ring.capacity();
         Ok(try_pin_init!(Self {
-            ring <- new_mutex!(ring),
+            ring <- new_spinlock_irq!(ring),
             kernel <- new_spinlock_irq!(kside),
             is_kernel,
             notify: AtomicU32::new(0),
@@ -83,11 +79,16 @@ impl Cq {
             return Err(EOPNOTSUPP);
         }
         check_size(cqe)?;
-        let mut ring = self.ring.lock();
-        let new = ring.resized(udata, cqe)?;
+        let shape = self.ring.lock().shape();
+        let mut new = Queue::new_like(udata, shape, cqe)?;
         udata.write(&b::rxe_resize_cq_resp { mi: new.mminfo() })?;
+        let mut ring = self.ring.lock();
+        ring.move_pending_to(&mut new)?;
         let cap = new.capacity();
-        *ring = new;
+        let old = core::mem::replace(&mut *ring, new);
+        drop(ring);
+        // The old ring's mapping is removed outside the lock.
+        drop(old);
         Ok(cap)
     }
 

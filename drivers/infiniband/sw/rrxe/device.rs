@@ -110,18 +110,33 @@ pub(crate) fn add(name: &CStr, netdev: &NetDevice) -> Result {
     })
 }
 
-/// Records a device that has just been registered.
+/// Records a device that has just been registered, and makes its packets
+/// reach it.
 pub(crate) fn track(dev: &Device<RrxeDev>) -> Result {
     let entry = Entry {
         ib: dev.as_raw() as usize,
         netdev: dev.data().netdev.as_raw() as usize,
     };
-    DEVICES.lock().push(entry, GFP_KERNEL)?;
+    let ifindex = u32::try_from(dev.data().netdev.ifindex()).map_err(|_| EINVAL)?;
+    let table = crate::recv::BY_IFINDEX.get().ok_or(ENODEV)?;
+    table.insert(ifindex, dev.data().dp.clone())?;
+    let mut list = DEVICES.lock();
+    if let Err(e) = list.push(entry, GFP_KERNEL) {
+        drop(table.remove(ifindex));
+        return Err(e.into());
+    }
     Ok(())
 }
 
-/// Forgets a device ib_core is about to free.
+/// Forgets a device ib_core is about to free; its packets are dropped from
+/// now on.
 pub(crate) fn untrack(dev: &Device<RrxeDev>) {
+    if let (Ok(ifindex), Some(table)) = (
+        u32::try_from(dev.data().netdev.ifindex()),
+        crate::recv::BY_IFINDEX.get(),
+    ) {
+        drop(table.remove(ifindex));
+    }
     let mut list = DEVICES.lock();
     if let Some(i) = list.iter().position(|e| e.ib == dev.as_raw() as usize) {
         let _ = list.remove(i);
@@ -140,20 +155,6 @@ pub(crate) fn find_by_netdev_addr(addr: usize) -> Option<ARef<Device<RrxeDev>>> 
 /// Takes a reference to the device over `netdev`, if there is one.
 fn find(netdev: &NetDevice) -> Option<ARef<Device<RrxeDev>>> {
     find_by_netdev_addr(netdev.as_raw() as usize)
-}
-
-/// References to every live device (for the datapath worker).
-pub(crate) fn all() -> KVec<ARef<Device<RrxeDev>>> {
-    let list = DEVICES.lock();
-    let mut v = KVec::new();
-    for e in list.iter() {
-        // SAFETY: As in `find_by_netdev_addr`.
-        if let Some(dev) = unsafe { Device::try_get(e.ib as *mut _) } {
-            // Without memory the worker skips devices this round.
-            let _ = v.push(dev, GFP_KERNEL);
-        }
-    }
-    v
 }
 
 /// Unregisters every rrxe device; waits for ones already going away. Then

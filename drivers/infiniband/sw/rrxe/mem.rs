@@ -2,12 +2,21 @@
 
 //! Memory the datapath reaches by key: the registered regions of a device,
 //! checked for protection domain, access rights and bounds on every use.
+//!
+//! Regions are looked up in a [`Table`] by key index and used only inside
+//! a QP's run, which holds the RCU read lock. Deregistration removes the
+//! region from the table and, if the datapath ever reached it, waits for an
+//! RCU grace period: every run that could still hold a reference has ended,
+//! so the last reference is the verb's, and the pages are unpinned in
+//! process context.
 
 use crate::{
     proto::{Access, AtomicOp, MemError, MemoryAccess},
     rdma::{bindings as b, umem::Umem},
+    sync::table::Table,
 };
-use kernel::{new_mutex, prelude::*, rbtree::RBTree, sync::Mutex};
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{prelude::*, sync::Arc};
 
 /// What a region's addresses name.
 pub(crate) enum Memory {
@@ -32,15 +41,29 @@ pub(crate) struct Region {
     pub(crate) access: u32,
     /// The memory.
     pub(crate) mem: Memory,
+    /// The datapath has looked the region up (deregistration then waits).
+    used: AtomicBool,
 }
 
-/// The regions of a device by key index. Every access happens under the
-/// lock, so deregistering (which removes the region under the lock) waits
-/// for any copy in progress and no copy starts afterwards.
+impl Region {
+    /// A region not yet used by the datapath.
+    pub(crate) fn new(key: u32, pd: usize, iova: u64, access: u32, mem: Memory) -> Self {
+        Self {
+            key,
+            pd,
+            iova,
+            access,
+            mem,
+            used: AtomicBool::new(false),
+        }
+    }
+}
+
+/// The regions of a device by key index.
 #[pin_data]
 pub(crate) struct Regions {
     #[pin]
-    map: Mutex<RBTree<u32, Region>>,
+    table: Table<Region>,
 }
 
 fn index(key: u32) -> u32 {
@@ -50,21 +73,27 @@ fn index(key: u32) -> u32 {
 impl Regions {
     /// An empty table.
     pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(Self { map <- new_mutex!(RBTree::new()) })
+        pin_init!(Self { table <- Table::new() })
     }
 
     /// Adds a region.
     pub(crate) fn insert(&self, r: Region) -> Result {
-        self.map
-            .lock()
-            .try_create_and_insert(index(r.key), r, GFP_KERNEL)?;
-        Ok(())
+        self.table.insert(index(r.key), Arc::new(r, GFP_KERNEL)?)
     }
 
-    /// Removes the region with `key` and returns it (its pages are unpinned
-    /// when it is dropped).
-    pub(crate) fn remove(&self, key: u32) -> Option<Region> {
-        self.map.lock().remove(&index(key))
+    /// Removes the region with `key` and drops it once no QP run can still
+    /// use it (its pages are unpinned then). Process context only.
+    pub(crate) fn remove(&self, key: u32) {
+        let Some(r) = self.table.remove(index(key)) else {
+            return;
+        };
+        // (The table's lock orders the mark before this load.)
+        if r.used.load(Ordering::Relaxed) {
+            // Runs that looked the region up hold the RCU read lock until
+            // they let go of it.
+            kernel::sync::rcu::synchronize_rcu();
+        }
+        drop(r);
     }
 
     /// Memory as one QP (of protection domain `pd`) may use it.
@@ -104,12 +133,15 @@ impl PdMemory<'_> {
         access: Access,
         f: impl FnOnce(&Region, usize) -> Result<R, MemError>,
     ) -> Result<R, MemError> {
-        let map = self.regions.map.lock();
-        let r = map
-            .get(&index(key))
+        // Marked under the table's lock: `Regions::remove` either sees the
+        // mark, or the region was gone before this lookup.
+        let r = self
+            .regions
+            .table
+            .get_and(index(key), |r| r.used.store(true, Ordering::Relaxed))
             .filter(|r| r.key == key && r.pd == self.pd)
             .ok_or(MemError::BadKey)?;
-        if !allowed(r, access) {
+        if !allowed(&r, access) {
             return Err(MemError::AccessDenied);
         }
         let off = va.checked_sub(r.iova).ok_or(MemError::OutOfRange)?;
@@ -121,7 +153,7 @@ impl PdMemory<'_> {
         if end > size {
             return Err(MemError::OutOfRange);
         }
-        f(r, usize::try_from(off).map_err(|_| MemError::OutOfRange)?)
+        f(&r, usize::try_from(off).map_err(|_| MemError::OutOfRange)?)
     }
 }
 

@@ -35,13 +35,7 @@ impl Mr {
         dp: &Arc<Datapath>,
     ) -> Result<Self> {
         let key = (index.get() << 8) | u32::from(variant);
-        dp.regions.insert(Region {
-            key,
-            pd,
-            iova,
-            access,
-            mem,
-        })?;
+        dp.regions.insert(Region::new(key, pd, iova, access, mem))?;
         Ok(Self {
             _index: index,
             key,
@@ -57,7 +51,7 @@ impl Mr {
 
 impl Drop for Mr {
     fn drop(&mut self) {
-        // Waits for any copy in progress; the pages are unpinned here.
-        drop(self.dp.regions.remove(self.key));
+        // Waits until no QP run can use the region; unpins its pages.
+        self.dp.regions.remove(self.key);
     }
 }

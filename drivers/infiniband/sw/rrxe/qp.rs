@@ -1,128 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Queue pairs: the send and receive rings librxe writes work requests into,
-//! the attributes that `modify_qp` moves through the IB state machine, and,
-//! for a connected RC QP, the protocol core's RC engine that the datapath
-//! worker drives.
+//! Queue pairs as the verbs see them: creation with the send and receive
+//! rings librxe writes work requests into, the attributes that `modify_qp`
+//! moves through the IB state machine, the send doorbell and in-kernel
+//! posts, and destruction.
 //!
-//! The QP's state lives in a [`QpCore`] shared (by `Arc`) between the verb
-//! object and the worker. `destroy_qp` empties it under its lock, so once the
-//! verb returns the worker can no longer reach the rings, CQs or SRQ.
+//! What runs the QP lives in its [`QpCore`] ([`crate::exec`]); a verb that
+//! changes the QP's state waits its turn there (`Serial::with`), so it never
+//! races a run, and serves the runs other contexts asked for meanwhile.
 
 use crate::{
+    ah::AhInfo,
     cq::complete_or_report,
     datapath::Datapath,
+    exec::{Attrs, Live, QpCore, QpInfo},
     index::Index,
     params as p,
-    path::Path,
-    proto::{
-        opcode::mask, Access, CompletionSink, Counters, Env, MemoryAccess, NakCode, Packet,
-        QpConfig, QpState, RemoteAccess, SendWr, TxSink, WcOpcode, WcStatus, WorkCompletion,
-    },
-    queue::{KernelSide, Queue, Side},
+    proto::{QpConfig, RemoteAccess},
+    queue::{Queue, Side},
+    rc::{Conn, ConnCaps},
     rdma::{
         bindings as b,
         driver::{CqRef, SrqRef},
-        qp::{modify_is_ok, QpAttr, QpEvents, QpInit},
+        qp::{modify_is_ok, QpAttr, QpInit},
         udata::Udata,
         wr::{RecvWr as KRecvWr, SendWr as KSendWr},
     },
-    staging::Staging,
     stats::Counter,
     uapi::{RECV_WQE_HDR, SEND_WQE_HDR, SGE_SIZE},
-    ud::{self, Ud, UdQp},
-    wqe, RrxeDev,
+    ud::Ud,
+    wqe,
+    xmit::Path,
+    RrxeDev,
 };
-use core::{
-    cell::Cell,
-    sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
-};
-use kernel::{
-    new_mutex, new_spinlock_irq,
-    prelude::*,
-    sync::{Arc, Mutex, SpinLockIrq},
-};
-
-/// The RC engine of the protocol core: 8 send WQEs in flight, 2 receive
-/// WQEs taken ahead from the receive queue, 10 responder resources. The
-/// engine is built by value (the core has no allocator), so it is kept small
-/// enough to pass through a kernel stack.
-type RcEngine = crate::proto::ArrayQp<8, 2, 10>;
-/// Initiator depth the engine supports (its responder resources minus two).
-const MAX_RD_ATOMIC: u8 = 8;
-/// Room for the largest packet: IPv6 + UDP + headers + 4096 bytes + ICRC.
-const SCRATCH: usize = 48 + 64 + 4096 + 4;
-/// Packets one service call sends at most before letting others run.
-const TX_BUDGET: usize = 256;
-
-/// Attributes a QP keeps between `modify_qp` calls, as `query_qp` reports them.
-struct Attrs(b::ib_qp_attr);
-
-// SAFETY: The pointers inside `ib_qp_attr` (GID attributes, xmit slave) are
-// cleared before storing and never dereferenced; the rest is plain data.
-unsafe impl Send for Attrs {}
-
-/// A connected RC QP's engine and where its packets go.
-struct Conn {
-    rc: KBox<RcEngine>,
-    path: Path,
-    scratch: KVec<u8>,
-    /// Inline data and long SGE lists of the requests in the engine.
-    staging: Staging,
-    /// The engine's counters as last added to the device's.
-    counted: Counters,
-}
-
-/// Everything of a QP that exists until `destroy_qp`.
-struct Live {
-    attrs: Attrs,
-    sq: Queue,
-    /// `None` when receives come from an SRQ.
-    rq: Option<Queue>,
-    srq: Option<SrqRef<RrxeDev>>,
-    send_cq: CqRef<RrxeDev>,
-    recv_cq: CqRef<RrxeDev>,
-    /// Source GID of the address vector (`IB_QP_AV`).
-    sgid: [u8; 16],
-    /// RC QPs from RTR on.
-    conn: Option<Conn>,
-    /// UD and GSI QPs from RTR on.
-    ud: Option<Ud>,
-    /// Where the QP's asynchronous events go.
-    events: QpEvents,
-}
-
-/// The part of a QP the datapath worker shares.
-#[pin_data]
-pub(crate) struct QpCore {
-    qpn: u32,
-    qp_type: u32,
-    sq_sig_all: bool,
-    /// Protection domain, for comparison with memory regions' only.
-    pd: usize,
-    /// User space rang the send doorbell.
-    doorbell: AtomicBool,
-    /// When the engine's next timer expires (µs), `u64::MAX` for never.
-    deadline: AtomicU64,
-    /// The engine has requests in flight (see `doorbell`).
-    busy: AtomicBool,
-    /// Address of the `struct ib_qp`, for completions of kernel CQs.
-    ibqp: usize,
-    /// The QP belongs to an in-kernel caller.
-    kernel: bool,
-    /// The QP state (`enum ib_qp_state`), mirrored for lock-free checks.
-    state: AtomicU32,
-    /// Most SGEs per send and receive request.
-    max_sge: (u32, u32),
-    #[pin]
-    live: Mutex<Option<Live>>,
-    /// Kernel QPs: the producer sides of the send and receive rings, used by
-    /// `post_send`/`post_recv` in any context.
-    #[pin]
-    ksq: SpinLockIrq<Option<KernelSide>>,
-    #[pin]
-    krq: SpinLockIrq<Option<KernelSide>>,
-}
+use core::sync::atomic::Ordering;
+use kernel::{prelude::*, sync::Arc};
 
 /// Driver data of a queue pair.
 #[pin_data]
@@ -141,67 +53,6 @@ fn mask_has(mask: u32, bit: u32) -> bool {
     mask & bit != 0
 }
 
-/// Completions of one QP into its CQs.
-struct Completions<'a> {
-    send_cq: &'a CqRef<RrxeDev>,
-    recv_cq: &'a CqRef<RrxeDev>,
-    qpn: u32,
-    src_qp: u32,
-    ibqp: usize,
-    /// A completion did not fit: the QP must stop (see `run_engine`).
-    overflow: &'a Cell<bool>,
-}
-
-impl CompletionSink for Completions<'_> {
-    fn send_completion(&mut self, wc: &WorkCompletion) {
-        if !complete_or_report(
-            self.send_cq,
-            &wqe::completion(wc, self.qpn, self.src_qp),
-            self.ibqp,
-            false,
-        ) {
-            self.overflow.set(true);
-        }
-    }
-
-    fn recv_completion(&mut self, wc: &WorkCompletion) {
-        if !complete_or_report(
-            self.recv_cq,
-            &wqe::completion(wc, self.qpn, self.src_qp),
-            self.ibqp,
-            false,
-        ) {
-            self.overflow.set(true);
-        }
-    }
-}
-
-/// Packets of one QP out to the network.
-struct Tx<'a> {
-    path: &'a Path,
-    dp: &'a Datapath,
-    scratch: &'a mut KVec<u8>,
-    len: usize,
-}
-
-impl TxSink for Tx<'_> {
-    fn buffer(&mut self, len: usize) -> Option<&mut [u8]> {
-        let h = self.path.header_len();
-        self.len = len;
-        self.scratch.get_mut(h..h.checked_add(len)?)
-    }
-
-    fn commit(&mut self) {
-        let total = self.path.header_len().saturating_add(self.len);
-        let Some(pkt) = self.scratch.get_mut(..total) else {
-            return;
-        };
-        // A packet that cannot be built or sent is lost, as on a wire: the
-        // protocol retransmits it.
-        let _ = self.path.send(self.dp, pkt);
-    }
-}
-
 /// A flushed completion for `wr_id`.
 fn flushed(wr_id: u64, qpn: u32) -> b::ib_uverbs_wc {
     b::ib_uverbs_wc {
@@ -214,15 +65,64 @@ fn flushed(wr_id: u64, qpn: u32) -> b::ib_uverbs_wc {
 
 /// Completes every work request still in the rings with `IB_WC_WR_FLUSH_ERR`,
 /// receives into the receive CQ and sends into the send CQ, in order.
-fn flush_rings(live: &mut Live, qpn: u32, ibqp: usize) {
-    if let Some(rq) = &mut live.rq {
+fn flush_rings(
+    core: &QpCore,
+    sq: &mut Queue,
+    rq: &mut Option<Queue>,
+    send_cq: &CqRef<RrxeDev>,
+    recv_cq: &CqRef<RrxeDev>,
+) {
+    if let Some(rq) = rq {
         while let Some(wr_id) = rq.pop_wr_id() {
-            complete_or_report(&live.recv_cq, &flushed(wr_id, qpn), ibqp, false);
+            complete_or_report(
+                recv_cq,
+                &flushed(wr_id, core.info.qpn),
+                core.info.ibqp,
+                false,
+            );
         }
     }
-    while let Some(wr_id) = live.sq.pop_wr_id() {
-        complete_or_report(&live.send_cq, &flushed(wr_id, qpn), ibqp, false);
+    while let Some(wr_id) = sq.pop_wr_id() {
+        complete_or_report(
+            send_cq,
+            &flushed(wr_id, core.info.qpn),
+            core.info.ibqp,
+            false,
+        );
     }
+}
+
+/// Moves the QP to the error state (the engine failed) and flushes what is
+/// left in its rings.
+pub(crate) fn enter_error(
+    core: &QpCore,
+    attrs: &mut Attrs,
+    sq: &mut Queue,
+    rq: &mut Option<Queue>,
+    send_cq: &CqRef<RrxeDev>,
+    recv_cq: &CqRef<RrxeDev>,
+) {
+    attrs.0.qp_state = b::ib_qp_state_IB_QPS_ERR;
+    attrs.0.cur_qp_state = b::ib_qp_state_IB_QPS_ERR;
+    core.state
+        .store(b::ib_qp_state_IB_QPS_ERR, Ordering::Release);
+    flush_rings(core, sq, rq, send_cq, recv_cq);
+}
+
+/// A run of a QP in the error state: requests posted since are flushed,
+/// packets dropped.
+pub(crate) fn serve_error(core: &QpCore, live: &mut Live) {
+    while core.next_packet().is_some() {
+        core.dp.drop_packet(Counter::RcvdNoQp);
+    }
+    let Live {
+        sq,
+        rq,
+        send_cq,
+        recv_cq,
+        ..
+    } = live;
+    flush_rings(core, sq, rq, send_cq, recv_cq);
 }
 
 /// The remote operations the QP's access flags (`IB_ACCESS_REMOTE_*`) allow.
@@ -233,25 +133,6 @@ fn remote_access(flags: i32) -> RemoteAccess {
         write: has(b::ib_access_flags_IB_ACCESS_REMOTE_WRITE),
         atomic: has(b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC),
     }
-}
-
-/// Checks a send request's local buffer (key, protection domain, access,
-/// bounds) and length before it enters the engine; the error is the
-/// completion status the request then gets.
-fn validate_send(mem: &mut dyn MemoryAccess, wr: &SendWr) -> Result<(), WcStatus> {
-    if wr.sge.length > p::MAX_MSG_SIZE {
-        return Err(WcStatus::LocLenErr);
-    }
-    if wr.op.is_atomic() && wr.sge.length != 8 {
-        return Err(WcStatus::LocLenErr);
-    }
-    let access = if wr.op.is_read_or_atomic() {
-        Access::LocalWrite
-    } else {
-        Access::LocalRead
-    };
-    mem.check(wr.sge.lkey, wr.sge.addr, wr.sge.length, access)
-        .map_err(|_| WcStatus::LocProtErr)
 }
 
 /// ACK timeout in µs for the IB `timeout` code (4.096 µs × 2^code; 0 means
@@ -284,259 +165,10 @@ pub(crate) fn take_recv(
     got
 }
 
-impl QpCore {
-    /// The engine part of [`QpCore::service`]: returns the next deadline,
-    /// whether the engine failed and whether work is left, or `None` if the
-    /// QP is not connected.
-    fn run_engine(
-        &self,
-        live: &mut Live,
-        dp: &Datapath,
-        now: u64,
-        pkt: Option<&Packet<'_>>,
-    ) -> Option<(u64, bool, bool)> {
-        let Live {
-            attrs,
-            sq,
-            rq,
-            srq,
-            send_cq,
-            recv_cq,
-            conn,
-            ..
-        } = live;
-        let Conn {
-            rc,
-            path,
-            scratch,
-            staging,
-            counted,
-        } = conn.as_mut()?;
-        let overflow = Cell::new(false);
-        let mut tx = Tx {
-            path,
-            dp,
-            scratch,
-            len: 0,
-        };
-        let mut comps = Completions {
-            send_cq,
-            recv_cq,
-            qpn: self.qpn,
-            src_qp: rc.config().dest_qpn,
-            ibqp: self.ibqp,
-            overflow: &overflow,
-        };
-        // The engine's environment, lent anew after each change to `staging`.
-        macro_rules! env {
-            ($mem:ident) => {
-                Env {
-                    now_us: now,
-                    mem: &mut $mem,
-                    tx: &mut tx,
-                    cq: &mut comps,
-                }
-            };
-        }
-        let op_err = |wr_id, opcode| WorkCompletion {
-            wr_id,
-            status: WcStatus::LocQpOpErr,
-            opcode,
-            byte_len: 0,
-            imm: None,
-            invalidated_rkey: None,
-            qpn: self.qpn,
-        };
-        if let Some(pkt) = pkt {
-            if pkt.info.has(mask::RWR) && rc.recv_queued() == 0 {
-                let mut buf = [0u8; wqe::RECV_WQE_READ_ALL];
-                let max_sge = srq.as_ref().map_or(self.max_sge.1, |s| s.data().max_sge());
-                if take_recv(rq, srq, &mut buf) {
-                    let wr = match wqe::recv_wr(&buf, max_sge) {
-                        Ok((wr, None)) => Ok(wr),
-                        Ok((mut wr, Some(list))) => match staging.stage_recv(list) {
-                            Some(sge) => {
-                                wr.sge = sge;
-                                Ok(wr)
-                            }
-                            None => Err(wr.wr_id),
-                        },
-                        Err(wr_id) => Err(wr_id),
-                    };
-                    let mut mem = staging.memory(dp.regions.for_pd(self.pd));
-                    let mut env = env!(mem);
-                    match wr {
-                        Ok(wr) => {
-                            let _ = rc.post_recv(&mut env, wr);
-                        }
-                        Err(wr_id) => env.cq.recv_completion(&op_err(wr_id, WcOpcode::Recv)),
-                    }
-                }
-            }
-            let mut mem = staging.memory(dp.regions.for_pd(self.pd));
-            let mut env = env!(mem);
-            rc.on_packet(&mut env, pkt);
-            if overflow.get() {
-                // A completion was lost: stop before anything (an ACK of the
-                // request it belonged to, say) tells the peer otherwise.
-                rc.abort(&mut env);
-            }
-        }
-        if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS && rc.state() == QpState::Rts {
-            let mut buf = [0u8; wqe::SEND_WQE_READ];
-            while rc.send_room() > 0 && sq.peek(&mut buf) {
-                sq.advance();
-                // Every request is checked before it enters the engine: a bad
-                // one completes at once with its error (after those before
-                // it) instead of failing half way through its packets.
-                let checked = match wqe::send_wr(&buf, self.sq_sig_all, self.max_sge.0) {
-                    Ok((mut wr, extra)) => match staging.stage_send(wr.sge, extra) {
-                        Some(sge) => {
-                            wr.sge = sge;
-                            let mut mem = staging.memory(dp.regions.for_pd(self.pd));
-                            validate_send(&mut mem, &wr)
-                                .map(|()| wr)
-                                .map_err(|st| (wr, st))
-                        }
-                        None => Err((wr, WcStatus::LocQpOpErr)),
-                    },
-                    Err(bad) => Err((bad.placeholder(), WcStatus::LocQpOpErr)),
-                };
-                let mut mem = staging.memory(dp.regions.for_pd(self.pd));
-                let mut env = env!(mem);
-                let failed = match checked {
-                    Ok(wr) => rc
-                        .post_send(&mut env, wr)
-                        .err()
-                        .map(|_| (wr, WcStatus::LocQpOpErr)),
-                    Err(bad) => Some(bad),
-                };
-                if let Some((wr, status)) = failed {
-                    rc.post_send_failed(&mut env, wr, status);
-                    break;
-                }
-            }
-        }
-        let mut mem = staging.memory(dp.regions.for_pd(self.pd));
-        let mut env = env!(mem);
-        if rc.next_deadline().is_some_and(|d| d <= now) {
-            rc.on_timer(&mut env);
-        }
-        let sent = rc.poll_tx(&mut env, TX_BUDGET);
-        self.busy.store(!rc.is_idle(), Ordering::Relaxed);
-        dp.stats.absorb(rc.counters(), counted);
-        Some((
-            rc.next_deadline().unwrap_or(u64::MAX),
-            rc.state() == QpState::Error,
-            sent >= TX_BUDGET,
-        ))
-    }
-
-    /// Whether the worker should serve this QP now.
-    pub(crate) fn wants_service(&self, now: u64) -> bool {
-        self.doorbell.load(Ordering::Acquire) || self.deadline.load(Ordering::Relaxed) <= now
-    }
-
-    /// When the engine's next timer expires (µs), `u64::MAX` for never.
-    pub(crate) fn deadline(&self) -> u64 {
-        self.deadline.load(Ordering::Relaxed)
-    }
-
-    /// Runs the engine: hands it `pkt` if any, feeds it the send queue, fires
-    /// its timers and sends what it has to send.
-    pub(crate) fn service(&self, dp: &Datapath, now: u64, rx: Option<(&Packet<'_>, &[u8])>) {
-        self.doorbell.store(false, Ordering::Release);
-        let mut guard = self.live.lock();
-        let Some(live) = Option::as_mut(&mut *guard) else {
-            if rx.is_some() {
-                dp.drop_packet(Counter::RcvdNoQp);
-            }
-            return;
-        };
-        if live.attrs.0.qp_state == b::ib_qp_state_IB_QPS_ERR {
-            if rx.is_some() {
-                dp.drop_packet(Counter::RcvdNoQp);
-            }
-            // Requests posted after the QP failed (kernel callers post and
-            // ring without a lock; user space's are flushed by the doorbell).
-            flush_rings(live, self.qpn, self.ibqp);
-            return;
-        }
-        if rx.is_some() && live.conn.is_none() && live.ud.is_none() {
-            // Not connected yet (RESET, INIT): nothing can take the packet.
-            dp.drop_packet(Counter::RcvdNoQp);
-            return;
-        }
-        if self.qp_type == b::ib_qp_type_IB_QPT_UD || self.qp_type == b::ib_qp_type_IB_QPT_GSI {
-            return self.serve_ud(live, dp, rx);
-        }
-        let pkt = rx.map(|(p, _)| p);
-        let Some((deadline, failed, more)) = self.run_engine(live, dp, now, pkt) else {
-            return;
-        };
-        self.deadline.store(deadline, Ordering::Relaxed);
-        // (The QP was not in ERR: that returned above.)
-        if failed {
-            live.attrs.0.qp_state = b::ib_qp_state_IB_QPS_ERR;
-            live.attrs.0.cur_qp_state = b::ib_qp_state_IB_QPS_ERR;
-            self.state
-                .store(b::ib_qp_state_IB_QPS_ERR, Ordering::Release);
-            flush_rings(live, self.qpn, self.ibqp);
-            // An error the responder found has no completion of its own to
-            // report it (IB spec C9-222.1 and friends): an event does.
-            let event = match live.conn.as_ref().and_then(|c| c.rc.responder_failure()) {
-                Some(NakCode::RemoteAccessError) => Some(b::ib_event_type_IB_EVENT_QP_ACCESS_ERR),
-                Some(NakCode::InvalidRequest) => Some(b::ib_event_type_IB_EVENT_QP_REQ_ERR),
-                Some(NakCode::RemoteOpError) => Some(b::ib_event_type_IB_EVENT_QP_FATAL),
-                _ => None,
-            };
-            if let Some(event) = event {
-                live.events.raise(event);
-            }
-        }
-        if more {
-            // Budget used up with work left: come back.
-            self.doorbell.store(true, Ordering::Release);
-            crate::packet_io::kick();
-        }
-    }
-}
-
-impl QpCore {
-    /// The UD/GSI part of [`QpCore::service`].
-    fn serve_ud(&self, live: &mut Live, dp: &Datapath, rx: Option<(&Packet<'_>, &[u8])>) {
-        let Live {
-            attrs,
-            sq,
-            rq,
-            srq,
-            send_cq,
-            recv_cq,
-            ud,
-            ..
-        } = live;
-        let Some(ud) = ud.as_mut() else { return };
-        let qp = UdQp {
-            qpn: self.qpn,
-            ibqp: self.ibqp,
-            qkey: attrs.0.qkey,
-            sig_all: self.sq_sig_all,
-            kernel: self.kernel,
-            max_send_sge: self.max_sge.0,
-            max_recv_sge: srq.as_ref().map_or(self.max_sge.1, |s| s.data().max_sge()),
-            send_cq,
-            recv_cq,
-        };
-        let mut mem = dp.regions.for_pd(self.pd);
-        if let Some((pkt, ip)) = rx {
-            if !ud::receive(&qp, rq, srq, &mut mem, pkt, ip) {
-                dp.drop_packet(Counter::RcvdHdrErr);
-            }
-        }
-        if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS {
-            ud::send_all(&qp, ud, sq, dp, &mut mem);
-        }
-    }
+/// Serves the runs other contexts asked for while a verb had the QP.
+fn serve_asked(core: &Arc<QpCore>, live: &mut Option<Live>) {
+    let _rcu = kernel::sync::rcu::read_lock();
+    QpCore::serve(core, live, 0);
 }
 
 impl Qp {
@@ -584,6 +216,8 @@ impl Qp {
             return Err(EBUSY);
         }
         let sq_sig_all = init.sq_sig_all();
+        let ibqp = init.qp_addr();
+        let events = init.event_target();
         let cap = init.cap();
         if cap.max_send_wr > p::MAX_QP_WR
             || cap.max_send_sge > p::MAX_SGE
@@ -607,8 +241,8 @@ impl Qp {
         };
         let sq = ring(cap.max_send_wr, SEND_WQE_HDR.saturating_add(payload))?;
         cap.max_send_wr = sq.capacity();
-        cap.max_send_sge = (payload / SGE_SIZE) as u32;
-        cap.max_inline_data = payload as u32;
+        cap.max_send_sge = u32::try_from(payload / SGE_SIZE).map_err(|_| EINVAL)?;
+        cap.max_inline_data = u32::try_from(payload).map_err(|_| EINVAL)?;
         let rq = if srq.is_some() {
             None
         } else {
@@ -642,37 +276,17 @@ impl Qp {
         };
         attrs.cap = *cap;
         let cap = *cap;
-        let live = Live {
-            attrs: Attrs(attrs),
-            sq,
-            rq,
-            srq,
-            send_cq,
-            recv_cq,
-            sgid: [0; 16],
-            conn: None,
-            ud: None,
-            events: init.event_target(),
+        let live = Live::new(Attrs(attrs), sq, rq, srq, send_cq, recv_cq, events);
+        let info = QpInfo {
+            qpn,
+            qp_type,
+            sq_sig_all,
+            pd,
+            ibqp,
+            kernel,
+            max_sge: (cap.max_send_sge, cap.max_recv_sge),
         };
-        let core = Arc::pin_init(
-            pin_init!(QpCore {
-                qpn,
-                qp_type,
-                sq_sig_all,
-                pd,
-                doorbell: AtomicBool::new(false),
-                deadline: AtomicU64::new(u64::MAX),
-                busy: AtomicBool::new(false),
-                ibqp: init.qp_addr(),
-                kernel,
-                state: AtomicU32::new(b::ib_qp_state_IB_QPS_RESET),
-                max_sge: (cap.max_send_sge, cap.max_recv_sge),
-                live <- new_mutex!(Some(live)),
-                ksq <- new_spinlock_irq!(ksq),
-                krq <- new_spinlock_irq!(krq),
-            }),
-            GFP_KERNEL,
-        )?;
+        let core = QpCore::new(info, dp.clone(), live, ksq, krq)?;
         dp.add_qp(qpn, core.clone())?;
         let dp = dp.clone();
         Ok(try_pin_init!(Self {
@@ -689,7 +303,7 @@ impl Qp {
             return Err(EOPNOTSUPP);
         }
         use b::*;
-        let qp_type = self.core.qp_type;
+        let qp_type = self.core.info.qp_type;
         let has = |bit| mask_has(mask, bit);
         if has(ib_qp_attr_mask_IB_QP_PORT) && attr.port_num != 1 {
             return Err(EINVAL);
@@ -739,9 +353,21 @@ impl Qp {
         if has(ib_qp_attr_mask_IB_QP_TIMEOUT) && attr.timeout > 31 {
             return Err(EINVAL);
         }
+        let core = &self.core;
+        core.exec.with(
+            |st| {
+                let st = Option::as_mut(st).ok_or(EINVAL)?;
+                self.apply(st, attr, mask, sgid)
+            },
+            |st| serve_asked(core, st),
+        )
+    }
 
-        let mut guard = self.core.live.lock();
-        let st = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
+    /// Applies validated attributes (the QP is ours: no run meanwhile).
+    fn apply(&self, st: &mut Live, attr: &QpAttr<'_>, mask: u32, sgid: Option<[u8; 16]>) -> Result {
+        use b::*;
+        let qp_type = self.core.info.qp_type;
+        let has = |bit| mask_has(mask, bit);
         let cur_attrs = &mut st.attrs.0;
         let cur = if has(ib_qp_attr_mask_IB_QP_CUR_STATE) {
             attr.cur_qp_state
@@ -780,10 +406,13 @@ impl Qp {
         if let Some(sgid) = sgid {
             st.sgid = sgid;
         }
+        if has(ib_qp_attr_mask_IB_QP_AV) {
+            // SAFETY: RoCE address vectors use the `roce` member of the union.
+            st.dmac = unsafe { attr.ah_attr.__bindgen_anon_1.roce.dmac };
+        }
         if has(ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
             if let Some(conn) = &mut st.conn {
-                conn.rc
-                    .set_remote_access(remote_access(attr.qp_access_flags));
+                conn.set_remote_access(remote_access(attr.qp_access_flags));
             }
         }
         // Responder and initiator depths round up to a power of two.
@@ -807,9 +436,7 @@ impl Qp {
 
     /// Moves the QP's datapath along a state transition already validated.
     fn enter(&self, st: &mut Live, cur: u32, next: u32) -> Result {
-        let is_rc = self.core.qp_type == b::ib_qp_type_IB_QPT_RC;
-        let is_ud = self.core.qp_type == b::ib_qp_type_IB_QPT_UD
-            || self.core.qp_type == b::ib_qp_type_IB_QPT_GSI;
+        let is_rc = self.core.info.qp_type == b::ib_qp_type_IB_QPT_RC;
         match next {
             b::ib_qp_state_IB_QPS_RESET => {
                 st.conn = None;
@@ -822,58 +449,28 @@ impl Qp {
             b::ib_qp_state_IB_QPS_RTR if is_rc && cur == b::ib_qp_state_IB_QPS_INIT => {
                 st.conn = Some(self.connect(st)?);
             }
-            b::ib_qp_state_IB_QPS_RTR if is_ud && st.ud.is_none() => {
-                st.ud = Some(Ud::new()?);
+            b::ib_qp_state_IB_QPS_RTR if self.core.is_ud() && st.ud.is_none() => {
+                st.ud = Some(Ud::new());
             }
             b::ib_qp_state_IB_QPS_RTS if cur == b::ib_qp_state_IB_QPS_RTR => {
                 let a = &st.attrs.0;
                 if let Some(conn) = &mut st.conn {
-                    conn.rc
-                        .start_requester(
-                            a.sq_psn,
-                            a.retry_cnt,
-                            a.rnr_retry,
-                            timeout_us(a.timeout),
-                            a.max_rd_atomic.clamp(1, MAX_RD_ATOMIC),
-                        )
-                        .map_err(|_| EINVAL)?;
+                    conn.start_requester(
+                        a.sq_psn,
+                        a.retry_cnt,
+                        a.rnr_retry,
+                        timeout_us(a.timeout),
+                        a.max_rd_atomic.clamp(1, p::MAX_QP_RD_ATOM as u8),
+                    )?;
                 }
             }
             b::ib_qp_state_IB_QPS_ERR => {
-                if let Some(Conn {
-                    rc,
-                    path,
-                    scratch,
-                    staging,
-                    ..
-                }) = &mut st.conn
-                {
-                    // Work requests the engine holds are older than the rings'.
-                    let mut mem = staging.memory(self.dp.regions.for_pd(self.core.pd));
-                    let mut tx = Tx {
-                        path,
-                        dp: &self.dp,
-                        scratch,
-                        len: 0,
-                    };
-                    let overflow = Cell::new(false);
-                    let mut comps = Completions {
-                        send_cq: &st.send_cq,
-                        recv_cq: &st.recv_cq,
-                        qpn: self.core.qpn,
-                        src_qp: rc.config().dest_qpn,
-                        ibqp: self.core.ibqp,
-                        overflow: &overflow,
-                    };
-                    let mut env = Env {
-                        now_us: crate::datapath::now_us(),
-                        mem: &mut mem,
-                        tx: &mut tx,
-                        cq: &mut comps,
-                    };
-                    rc.abort(&mut env);
+                // Work requests the engine holds are older than the rings'.
+                if let Some(conn) = &mut st.conn {
+                    let _rcu = kernel::sync::rcu::read_lock();
+                    conn.abort(&self.core, &st.send_cq, &st.recv_cq);
                 }
-                flush_rings(st, self.core.qpn, self.core.ibqp);
+                flush_rings(&self.core, &mut st.sq, &mut st.rq, &st.send_cq, &st.recv_cq);
             }
             _ => {}
         }
@@ -889,21 +486,21 @@ impl Qp {
         let mtu = 128u32
             << a.path_mtu
                 .clamp(b::ib_mtu_IB_MTU_256, b::ib_mtu_IB_MTU_4096);
-        let qpn = self.core.qpn;
+        let qpn = self.core.info.qpn;
         let dest = a.dest_qp_num & 0x00ff_ffff;
         let grh = &a.ah_attr.grh;
         // RoCE v2 source port: entropy from the QP numbers, in 0xC000..=0xFFFF.
         let sport = 0xc000 | ((qpn ^ dest ^ (qpn >> 14)) & 0x3fff) as u16;
-        // SAFETY: `raw` is the plain-bytes view of the GID union.
-        let dgid = unsafe { grh.dgid.raw };
-        let path = Path::new(
-            st.sgid,
-            dgid,
-            grh.hop_limit,
-            grh.traffic_class,
-            grh.flow_label,
-            sport,
-        )?;
+        let to = AhInfo {
+            sgid: st.sgid,
+            // SAFETY: `raw` is the plain-bytes view of the GID union.
+            dgid: unsafe { grh.dgid.raw },
+            flow_label: grh.flow_label,
+            hop_limit: grh.hop_limit,
+            tclass: grh.traffic_class,
+            dmac: st.dmac,
+        };
+        let path = Path::new(&self.dp, &to, sport, true)?;
         let cfg = QpConfig {
             qpn,
             dest_qpn: dest,
@@ -915,53 +512,36 @@ impl Qp {
             rnr_retry: a.rnr_retry.min(7),
             min_rnr_timer: a.min_rnr_timer & 0x1f,
             timeout_us: timeout_us(a.timeout),
-            max_rd_atomic: a.max_rd_atomic.clamp(1, MAX_RD_ATOMIC),
+            max_rd_atomic: a.max_rd_atomic.clamp(1, p::MAX_QP_RD_ATOM as u8),
             max_inflight_pkts: 256,
             remote: remote_access(a.qp_access_flags),
         };
-        let rc = KBox::new(
-            RcEngine::new(cfg, crate::proto::Buffers::arrays()).map_err(|_| EINVAL)?,
-            GFP_KERNEL,
-        )?;
-        let mut scratch = KVec::with_capacity(SCRATCH, GFP_KERNEL)?;
-        scratch.resize(SCRATCH, 0, GFP_KERNEL)?;
-        Ok(Conn {
-            rc,
-            path,
-            scratch,
-            staging: Staging::new()?,
-            counted: Counters::default(),
-        })
+        let caps = ConnCaps {
+            window: self.cap.max_send_wr,
+            max_inline: self.cap.max_inline_data,
+            max_send_sge: self.cap.max_send_sge,
+            max_recv_sge: st
+                .srq
+                .as_ref()
+                .map_or(self.cap.max_recv_sge, |s| s.data().max_sge()),
+        };
+        Conn::new(cfg, path, caps)
     }
 
     /// Send work requests wait in the ring (user space wrote them, or
-    /// `post_send` did): the worker takes them. Before RTS that is an error;
-    /// in the error state they are flushed. Lock-free for kernel QPs, whose
-    /// callers may be in atomic context.
+    /// `post_send` did): the QP runs. Before RTS that is an error; in the
+    /// error state the run flushes them. A user QP runs in the calling
+    /// task (the doorbell system call); a kernel QP from its work item, as
+    /// in-kernel callers may post in any context.
     pub(crate) fn doorbell(&self) -> Result {
         match self.core.state.load(Ordering::Acquire) {
-            b::ib_qp_state_IB_QPS_RTS | b::ib_qp_state_IB_QPS_SQD => {}
-            b::ib_qp_state_IB_QPS_ERR if !self.core.kernel => {
-                let mut guard = self.core.live.lock();
-                let st = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
-                flush_rings(st, self.core.qpn, self.core.ibqp);
-                return Ok(());
-            }
-            // The worker flushes a kernel QP's requests when it serves it.
-            b::ib_qp_state_IB_QPS_ERR => {}
+            b::ib_qp_state_IB_QPS_RTS | b::ib_qp_state_IB_QPS_SQD | b::ib_qp_state_IB_QPS_ERR => {}
             _ => return Err(EINVAL),
         }
-        // An idle user QP is served right away, in the calling task: that
-        // saves the worker's wake-up on the latency path. A busy one is left
-        // to the worker, which takes its ACKs and sends in one pass (serving
-        // streams here too contends for the QP with the worker: measured,
-        // ib_write_bw 64 KiB fell to a sixth). Kernel QPs' callers may be
-        // in atomic context: always the worker.
-        if self.core.kernel || self.core.busy.load(Ordering::Relaxed) {
-            self.core.doorbell.store(true, Ordering::Release);
-            crate::packet_io::kick();
+        if self.core.info.kernel {
+            QpCore::kick_later(&self.core);
         } else {
-            crate::datapath::serve_now(&self.dp, &self.core);
+            QpCore::kick(&self.core, 0);
         }
         Ok(())
     }
@@ -973,7 +553,7 @@ impl Qp {
             return Err(EINVAL);
         }
         let mut wqe = [0u8; wqe::SEND_WQE_READ];
-        wqe::kernel_send(&mut wqe, wr, self.core.max_sge.0 as usize)?;
+        wqe::kernel_send(&mut wqe, wr, self.core.info.max_sge.0 as usize)?;
         let mut ksq = self.core.ksq.lock();
         Option::as_mut(&mut *ksq).ok_or(EINVAL)?.push(&wqe)
     }
@@ -984,37 +564,40 @@ impl Qp {
             return Err(EINVAL);
         }
         let mut wqe = [0u8; wqe::RECV_WQE_READ_ALL];
-        wqe::kernel_recv(&mut wqe, wr, self.core.max_sge.1 as usize)?;
+        wqe::kernel_recv(&mut wqe, wr, self.core.info.max_sge.1 as usize)?;
         Option::as_mut(&mut *self.core.krq.lock())
             .ok_or(EINVAL)?
             .push(&wqe)?;
         if self.core.state.load(Ordering::Acquire) == b::ib_qp_state_IB_QPS_ERR {
-            self.core.doorbell.store(true, Ordering::Release);
-            crate::packet_io::kick();
+            QpCore::kick_later(&self.core);
         }
         Ok(())
     }
 
     /// Detaches the QP from the datapath and drops everything it holds, so
-    /// the worker cannot reach it once `destroy_qp` returns.
+    /// nothing can reach its rings, CQs or SRQ once `destroy_qp` returns.
     pub(crate) fn destroy(&self) {
-        self.dp.remove_qp(self.core.qpn);
+        drop(self.dp.remove_qp(self.core.info.qpn));
         *self.core.ksq.lock() = None;
         *self.core.krq.lock() = None;
-        let live = self.core.live.lock().take();
-        drop(live);
+        drop(self.core.shut_down());
     }
 
     /// Reports the attributes (`query_qp`).
     pub(crate) fn query(&self, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_init_attr) {
-        if let Some(st) = self.core.live.lock().as_ref() {
-            *attr = st.attrs.0;
+        let core = &self.core;
+        let found = core.exec.with(
+            |st| Option::as_ref(st).map(|live| live.attrs.0),
+            |st| serve_asked(core, st),
+        );
+        if let Some(a) = found {
+            *attr = a;
         }
         attr.cap = self.cap;
         init.cap = self.cap;
-        init.qp_type = self.core.qp_type;
+        init.qp_type = self.core.info.qp_type;
         init.port_num = 1;
-        init.sq_sig_type = if self.core.sq_sig_all {
+        init.sq_sig_type = if self.core.info.sq_sig_all {
             b::ib_sig_type_IB_SIGNAL_ALL_WR
         } else {
             b::ib_sig_type_IB_SIGNAL_REQ_WR

@@ -319,14 +319,27 @@ impl Queue {
         unsafe { core::ptr::write_bytes(self.ring.storage.as_ptr().add(DATA), 0, len) };
     }
 
-    /// Makes a ring for at least `n` elements holding this ring's pending
-    /// elements (resize); fails with `EINVAL` if they do not fit.
-    pub(crate) fn resized(&self, udata: &Udata, n: u32) -> Result<Self> {
+    /// The side and element size, to make a ring like this one with
+    /// [`Queue::new_like`].
+    pub(crate) fn shape(&self) -> (Side, usize) {
+        (self.side, self.elem_size())
+    }
+
+    /// A new, empty ring of `shape` (see [`Queue::shape`]) for at least `n`
+    /// elements, mapped into the verb's user context: the first step of a
+    /// resize (it allocates and may sleep, so no lock may be held).
+    pub(crate) fn new_like(udata: &Udata, shape: (Side, usize), n: u32) -> Result<Self> {
+        Self::new(udata, shape.0, n, shape.1)
+    }
+
+    /// Moves this ring's pending elements into `new` (the second step of a
+    /// resize, done under the lock that guards the ring); `EINVAL` if they
+    /// do not fit. `new` must come from [`Queue::new_like`].
+    pub(crate) fn move_pending_to(&self, new: &mut Self) -> Result {
         let count = self.count();
-        if n < count {
+        if count > new.capacity() || new.elem_size() != self.elem_size() {
             return Err(EINVAL);
         }
-        let mut new = Self::new(udata, self.side, n, self.elem_size())?;
         let (_, cons) = self.indices();
         let elem = self.elem_size();
         for i in 0..count {
@@ -341,7 +354,7 @@ impl Queue {
             new.own = count;
         }
         new.word(PRODUCER).store(count, Ordering::Release);
-        Ok(new)
+        Ok(())
     }
 }
 

@@ -49,18 +49,6 @@ unsigned long rrxe_umem_pages(struct ib_umem *umem, struct page **pages, unsigne
 void *rrxe_kmap_local_page(struct page *page);
 void rrxe_kunmap_local(void *addr);
 
-/* The datapath's packet I/O and its worker (drivers/.../rrxe/net.rs). */
-struct socket *rrxe_udp_open(bool ipv6);
-void rrxe_udp_close(struct socket *sock);
-int rrxe_xmit(struct net_device *ndev, const void *pkt, unsigned int len);
-void rrxe_worker_init(void (*run)(void));
-void rrxe_worker_kick(void);
-void rrxe_worker_arm(unsigned long delay);
-void rrxe_worker_stop(void);
-struct sk_buff *rrxe_rx_pop(void);
-bool rrxe_rx_pending(void);
-const void *rrxe_skb_ip(struct sk_buff *skb, unsigned int *len);
-const struct net_device *rrxe_skb_netdev(struct sk_buff *skb);
 void rrxe_skb_free(struct sk_buff *skb);
 
 /* rust/sync: execution primitives. */

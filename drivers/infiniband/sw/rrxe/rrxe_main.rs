@@ -43,14 +43,15 @@ mod ah;
 mod cq;
 mod datapath;
 mod device;
+mod exec;
 mod index;
 mod mem;
 mod mr;
-mod packet_io;
 mod params;
-mod path;
 mod qp;
 mod queue;
+mod rc;
+mod recv;
 mod srq;
 mod staging;
 mod stats;
@@ -58,11 +59,17 @@ mod uapi;
 mod ud;
 mod verbs;
 mod wqe;
+mod xmit;
 
 use device::RrxeDev;
 
-use net::netdev::{NetDevice, NetdevNotifier};
+use net::{
+    netdev::{NetDevice, NetdevNotifier},
+    udp_tunnel::{Family, TunnelSocket},
+};
+use proto::headers::ROCE_V2_PORT;
 use rdma::link::{LinkHandler, LinkRegistration};
+use sync::{table::Table, workqueue::OwnedQueue};
 
 module! {
     type: RrxeModule,
@@ -88,14 +95,35 @@ impl LinkHandler for Rrxe {
 struct RrxeModule {
     link: Option<Pin<KBox<LinkRegistration<Rrxe>>>>,
     notifier: Option<Pin<KBox<NetdevNotifier<device::NetdevEvents>>>>,
-    sockets: Option<packet_io::Sockets>,
+    sockets: Option<Sockets>,
+}
+
+/// The RoCE v2 UDP sockets (port 4791): IPv4, and IPv6 where the kernel
+/// has it.
+struct Sockets {
+    _v4: TunnelSocket<recv::Receiver>,
+    _v6: Option<TunnelSocket<recv::Receiver>>,
+}
+
+impl Sockets {
+    fn open() -> Result<Self> {
+        let v4 = TunnelSocket::open(Family::V4, ROCE_V2_PORT)?;
+        let v6 = match TunnelSocket::open(Family::V6, ROCE_V2_PORT) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                pr_warn!("no IPv6 RoCE v2 socket ({:?}): IPv4 only\n", e);
+                None
+            }
+        };
+        Ok(Self { _v4: v4, _v6: v6 })
+    }
 }
 
 impl kernel::Module for RrxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         // SAFETY: `rrxe_sizeof_ib_device` is a C shim with no preconditions.
-        let c_size = unsafe { rdma::bindings::rrxe_sizeof_ib_device() };
-        let rust_size = core::mem::size_of::<rdma::bindings::ib_device>();
+        let c_size = unsafe { bindings::rrxe_sizeof_ib_device() };
+        let rust_size = core::mem::size_of::<bindings::ib_device>();
         if c_size != rust_size {
             pr_err!(
                 "ib_device layout mismatch: C {} bytes, Rust {}\n",
@@ -105,27 +133,44 @@ impl kernel::Module for RrxeModule {
             return Err(EINVAL);
         }
         device::init();
-        let sockets = packet_io::Sockets::open(datapath::run)?;
-        let notifier = KBox::pin_init(NetdevNotifier::register(device::NetdevEvents), GFP_KERNEL)?;
-        let link = KBox::pin_init(LinkRegistration::<Rrxe>::register(), GFP_KERNEL)?;
+        exec::QUEUE.set(KBox::pin(OwnedQueue::new(c"rrxe")?, GFP_KERNEL)?)?;
+        recv::BY_IFINDEX.set(KBox::pin_init(Table::new(), GFP_KERNEL)?)?;
+        let mut m = RrxeModule {
+            link: None,
+            notifier: None,
+            sockets: None,
+        };
+        // On an error, dropping `m` undoes whatever was set up.
+        m.sockets = Some(Sockets::open()?);
+        m.notifier = Some(KBox::pin_init(
+            NetdevNotifier::register(device::NetdevEvents),
+            GFP_KERNEL,
+        )?);
+        m.link = Some(KBox::pin_init(
+            LinkRegistration::<Rrxe>::register(),
+            GFP_KERNEL,
+        )?);
         pr_info!("loaded\n");
-        Ok(RrxeModule {
-            link: Some(link),
-            notifier: Some(notifier),
-            sockets: Some(sockets),
-        })
+        Ok(m)
     }
 }
 
 impl Drop for RrxeModule {
     fn drop(&mut self) {
-        // No new devices from here on, no more packets, no more net device
-        // events; then remove what exists and stop the worker.
+        // No new devices from here on, no more packets (closing the sockets
+        // waits for receives in progress), no more net device events; then
+        // remove what exists (ib_core destroys every QP), and run the QP
+        // work still queued before the code goes.
         self.link = None;
         self.sockets = None;
         self.notifier = None;
         device::remove_all();
-        packet_io::stop_worker();
+        // SAFETY: Every device, and so every QP that could queue work or
+        // look a device up, is gone; work items still queued cope with the
+        // queue going away (they queue nothing more).
+        drop(unsafe { exec::QUEUE.take() });
+        // SAFETY: As above: nothing looks devices up any more.
+        drop(unsafe { recv::BY_IFINDEX.take() });
         pr_info!("unloaded\n");
     }
 }

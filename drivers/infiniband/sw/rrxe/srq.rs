@@ -10,7 +10,7 @@ use crate::{
     rdma::{bindings as b, qp::SrqInit, udata::Udata},
     uapi::{RECV_WQE_HDR, SGE_SIZE},
 };
-use kernel::{new_mutex, prelude::*, sync::Mutex};
+use kernel::{new_spinlock_irq, prelude::*, sync::SpinLockIrq};
 
 struct State {
     ring: Queue,
@@ -22,8 +22,9 @@ struct State {
 pub(crate) struct Srq {
     num: Index,
     max_sge: u32,
+    /// Taken by QP runs in any context, and by the verbs.
     #[pin]
-    state: Mutex<State>,
+    state: SpinLockIrq<State>,
 }
 
 fn check_wr(max_wr: u32) -> Result {
@@ -71,24 +72,33 @@ impl Srq {
         Ok(try_pin_init!(Self {
             num,
             max_sge,
-            state <- new_mutex!(State { ring, limit }),
+            state <- new_spinlock_irq!(State { ring, limit }),
         }))
     }
 
     /// Resizes (`IB_SRQ_MAX_WR`) and/or arms the limit (`IB_SRQ_LIMIT`).
     pub(crate) fn modify(&self, attr: &b::ib_srq_attr, mask: u32, udata: &mut Udata) -> Result {
-        let mut st = self.state.lock();
         if mask & b::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0 {
             check_wr(attr.max_wr)?;
-            if st.limit != 0 && attr.max_wr < st.limit {
+            let (limit, shape) = {
+                let st = self.state.lock();
+                (st.limit, st.ring.shape())
+            };
+            if limit != 0 && attr.max_wr < limit {
                 return Err(EINVAL);
             }
             // librxe passes where to write the new ring's mmap information.
             let cmd: b::rxe_modify_srq_cmd = udata.read()?;
-            let ring = st.ring.resized(udata, attr.max_wr)?;
+            let mut ring = Queue::new_like(udata, shape, attr.max_wr)?;
             udata.write_to_user(cmd.mmap_info_addr, &ring.mminfo())?;
-            st.ring = ring;
+            let mut st = self.state.lock();
+            st.ring.move_pending_to(&mut ring)?;
+            let old = core::mem::replace(&mut st.ring, ring);
+            drop(st);
+            // The old ring's mapping is removed outside the lock.
+            drop(old);
         }
+        let mut st = self.state.lock();
         if mask & b::ib_srq_attr_mask_IB_SRQ_LIMIT != 0 {
             if attr.srq_limit > st.ring.capacity() {
                 return Err(EINVAL);

@@ -9,14 +9,15 @@
 //! ever has) and an address whose upper 32 bits pick a slot here; reads and
 //! writes through such a key are resolved here, and for lists passed on to
 //! the protection domain's regions element by element, with every check.
-//! Slots are reused in order, and there are twice as many as the engine
-//! holds requests, so a slot is only reused after its request completed
-//! (RC completes in order).
+//! Slots are reused in order, and there are as many as the engine holds
+//! send requests, so a slot is only reused after its request completed
+//! (RC completes in order). The store is sized by the QP's capabilities:
+//! a QP without inline data or lists stages nothing.
 
 use crate::{
     mem::PdMemory,
     proto::{Access, AtomicOp, MemError, MemoryAccess, Sge},
-    wqe::{SgeList, MAX_INLINE},
+    wqe::SgeList,
 };
 use kernel::prelude::*;
 
@@ -29,12 +30,8 @@ pub(crate) const RECV_SGL_KEY: u32 = 2;
 /// Keys at or below this are reserved (user SGEs naming them are remapped).
 pub(crate) const LAST_RESERVED_KEY: u32 = 0xff;
 
-/// Send slots: twice the engine's send depth.
-const SEND_SLOTS: usize = 16;
 /// Receive slots: twice the receive WQEs the engine takes ahead.
-const RECV_SLOTS: usize = 4;
-/// Most elements of a staged list.
-const MAX_SGL: usize = crate::params::MAX_SGE as usize;
+pub(crate) const RECV_SLOTS: usize = 4;
 
 /// What a send request carries besides its one SGE.
 pub(crate) enum Extra<'a> {
@@ -48,19 +45,25 @@ pub(crate) enum Extra<'a> {
 
 /// The staging store of one connected QP.
 pub(crate) struct Staging {
-    inline: KVec<u8>,
-    send: KVec<Sge>,
-    send_len: [usize; SEND_SLOTS],
-    recv: KVec<Sge>,
+    /// Send slots.
+    slots: usize,
+    /// Inline bytes per send slot.
+    inline_per: usize,
+    inline: KVVec<u8>,
+    /// List elements per send slot (0 if the QP sends one SGE at most).
+    sgl_per: usize,
+    send: KVVec<Sge>,
+    send_len: KVVec<usize>,
+    /// List elements per receive slot.
+    rsgl_per: usize,
+    recv: KVVec<Sge>,
     recv_len: [usize; RECV_SLOTS],
     next_send: usize,
     next_recv: usize,
 }
 
-fn zeroed<T: Copy + Default>(n: usize) -> Result<KVec<T>> {
-    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
-    v.resize(n, T::default(), GFP_KERNEL)?;
-    Ok(v)
+fn zeroed<T: Copy + Default>(n: usize) -> Result<KVVec<T>> {
+    Ok(KVVec::from_elem(T::default(), n, GFP_KERNEL)?)
 }
 
 /// The address naming byte 0 of `slot`.
@@ -86,13 +89,27 @@ fn slot_range(slot: usize, width: usize, len: usize) -> Option<core::ops::Range<
 }
 
 impl Staging {
-    /// An empty store.
-    pub(crate) fn new() -> Result<Self> {
+    /// A store for `slots` send requests of at most `max_inline` inline
+    /// bytes or `max_send_sge` SGEs, and receive requests of at most
+    /// `max_recv_sge` SGEs.
+    pub(crate) fn new(
+        slots: usize,
+        max_inline: usize,
+        max_send_sge: usize,
+        max_recv_sge: usize,
+    ) -> Result<Self> {
+        let sgl_per = if max_send_sge > 1 { max_send_sge } else { 0 };
+        let rsgl_per = if max_recv_sge > 1 { max_recv_sge } else { 0 };
+        let sized = |per: usize| slots.checked_mul(per).ok_or(ENOMEM);
         Ok(Self {
-            inline: zeroed(SEND_SLOTS * MAX_INLINE)?,
-            send: zeroed(SEND_SLOTS * MAX_SGL)?,
-            send_len: [0; SEND_SLOTS],
-            recv: zeroed(RECV_SLOTS * MAX_SGL)?,
+            slots,
+            inline_per: max_inline,
+            inline: zeroed(sized(max_inline)?)?,
+            sgl_per,
+            send: zeroed(sized(sgl_per)?)?,
+            send_len: zeroed(if sgl_per > 0 { slots } else { 0 })?,
+            rsgl_per,
+            recv: zeroed(RECV_SLOTS.checked_mul(rsgl_per).ok_or(ENOMEM)?)?,
             recv_len: [0; RECV_SLOTS],
             next_send: 0,
             next_recv: 0,
@@ -100,14 +117,18 @@ impl Staging {
     }
 
     /// Stages what a send request carries besides `sge`; returns the SGE the
-    /// engine gets, or `None` if it cannot be staged (too long a list).
+    /// engine gets, or `None` if it cannot be staged (more than the QP's
+    /// capabilities allow).
     pub(crate) fn stage_send(&mut self, sge: Sge, extra: Extra<'_>) -> Option<Sge> {
-        let slot = self.next_send.checked_rem(SEND_SLOTS)?;
+        let slot = self.next_send.checked_rem(self.slots)?;
         let sge = match extra {
             Extra::None => return Some(sge),
             Extra::Inline(data) => {
+                if data.len() > self.inline_per {
+                    return None;
+                }
                 self.inline
-                    .get_mut(slot_range(slot, MAX_INLINE, data.len())?)?
+                    .get_mut(slot_range(slot, self.inline_per, data.len())?)?
                     .copy_from_slice(data);
                 Sge {
                     addr: slot_va(slot),
@@ -116,7 +137,9 @@ impl Staging {
                 }
             }
             Extra::List(list) => {
-                let dst = self.send.get_mut(slot_range(slot, MAX_SGL, MAX_SGL)?)?;
+                let dst = self
+                    .send
+                    .get_mut(slot_range(slot, self.sgl_per, self.sgl_per)?)?;
                 let (n, total) = copy_list(dst, list)?;
                 *self.send_len.get_mut(slot)? = n;
                 Sge {
@@ -133,7 +156,9 @@ impl Staging {
     /// Stages a receive request's scatter list; returns the SGE the engine gets.
     pub(crate) fn stage_recv(&mut self, list: SgeList<'_>) -> Option<Sge> {
         let slot = self.next_recv.checked_rem(RECV_SLOTS)?;
-        let dst = self.recv.get_mut(slot_range(slot, MAX_SGL, MAX_SGL)?)?;
+        let dst = self
+            .recv
+            .get_mut(slot_range(slot, self.rsgl_per, self.rsgl_per)?)?;
         let (n, total) = copy_list(dst, list)?;
         *self.recv_len.get_mut(slot)? = n;
         self.next_recv = self.next_recv.wrapping_add(1);
@@ -151,12 +176,14 @@ impl Staging {
 
     fn list(&self, key: u32, slot: usize) -> Option<&[Sge]> {
         match key {
-            SEND_SGL_KEY => self
-                .send
-                .get(slot_range(slot, MAX_SGL, *self.send_len.get(slot)?)?),
-            RECV_SGL_KEY => self
-                .recv
-                .get(slot_range(slot, MAX_SGL, *self.recv_len.get(slot)?)?),
+            SEND_SGL_KEY => {
+                self.send
+                    .get(slot_range(slot, self.sgl_per, *self.send_len.get(slot)?)?)
+            }
+            RECV_SGL_KEY => {
+                self.recv
+                    .get(slot_range(slot, self.rsgl_per, *self.recv_len.get(slot)?)?)
+            }
             _ => None,
         }
     }
@@ -301,18 +328,16 @@ fn read_inline(st: &Staging, va: u64, len: usize) -> Result<&[u8], MemError> {
     let slot = slot_of(va);
     let off = usize::try_from(va & 0xffff_ffff).map_err(|_| MemError::OutOfRange)?;
     let end = off.checked_add(len).ok_or(MemError::OutOfRange)?;
-    if slot >= SEND_SLOTS || end > MAX_INLINE {
+    if slot >= st.slots || end > st.inline_per {
         return Err(MemError::OutOfRange);
     }
-    // `slot < SEND_SLOTS` and `end <= MAX_INLINE`: inside `inline`.
-    let base = slot.checked_mul(MAX_INLINE).ok_or(MemError::OutOfRange)?;
+    let base = slot
+        .checked_mul(st.inline_per)
+        .ok_or(MemError::OutOfRange)?;
     let (start, stop) = (base.checked_add(off), base.checked_add(end));
-    st.inline
-        .get(
-            start
-                .zip(stop)
-                .map(|(a, b)| a..b)
-                .ok_or(MemError::OutOfRange)?,
-        )
-        .ok_or(MemError::OutOfRange)
+    let range = start
+        .zip(stop)
+        .map(|(a, b)| a..b)
+        .ok_or(MemError::OutOfRange)?;
+    st.inline.get(range).ok_or(MemError::OutOfRange)
 }

@@ -10,11 +10,12 @@ use crate::{
     cq::complete_or_report,
     datapath::Datapath,
     device::RrxeDev,
-    path::Path,
+    exec::{Live, Outcome, QpCore, QpInfo},
+    net::skb::{SkBuff, MAX_PIECES},
     proto::{
         headers::{BthRepr, DethRepr},
-        opcode::mask,
-        Access, Headers, MemoryAccess, Packet, Payload, Psn,
+        opcode::{mask, ud as ud_op},
+        parse_payload, Access, Headers, MemoryAccess, Packet, Payload, Psn,
     },
     qp::take_recv,
     queue::Queue,
@@ -22,47 +23,109 @@ use crate::{
         bindings as b,
         driver::{CqRef, SrqRef},
     },
+    stats::Counter,
     wqe,
     wqe::SgeList,
+    xmit::{self, Path},
 };
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
-const UD_SEND_ONLY: u8 = 0x64;
-const UD_SEND_ONLY_WITH_IMM: u8 = 0x65;
 /// Bytes of the GRH area in front of a received datagram.
 const GRH_LEN: usize = 40;
-/// Room for the largest packet: IPv6 + UDP + BTH + DETH + ImmDt + 4096 + ICRC.
-const SCRATCH: usize = 48 + 12 + 8 + 4 + 4096 + 4;
+/// Datagrams received that one run takes at most.
+const RX_BUDGET: usize = 64;
+/// Datagrams one run sends at most.
+const TX_BUDGET: usize = 64;
 
 /// Per-QP state of a UD or GSI QP from RTR on.
 pub(crate) struct Ud {
-    scratch: KVec<u8>,
     psn: u32,
 }
 
 impl Ud {
-    /// Fresh state with its packet buffer.
-    pub(crate) fn new() -> Result<Self> {
-        let mut scratch = KVec::with_capacity(SCRATCH, GFP_KERNEL)?;
-        scratch.resize(SCRATCH, 0, GFP_KERNEL)?;
-        Ok(Self { scratch, psn: 0 })
+    /// Fresh state.
+    pub(crate) fn new() -> Self {
+        Self { psn: 0 }
     }
+}
+
+/// One run of a UD or GSI QP: the datagrams that arrived, then (in RTS)
+/// the requests posted.
+pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
+    let Live {
+        attrs,
+        sq,
+        rq,
+        srq,
+        send_cq,
+        recv_cq,
+        ud,
+        ..
+    } = live;
+    let Some(ud) = ud.as_mut() else {
+        while core.next_packet().is_some() {
+            core.dp.drop_packet(Counter::RcvdNoQp);
+        }
+        return Outcome::IDLE;
+    };
+    let qp = UdQp {
+        info: &core.info,
+        qkey: attrs.0.qkey,
+        max_recv_sge: srq
+            .as_ref()
+            .map_or(core.info.max_sge.1, |s| s.data().max_sge()),
+        send_cq,
+        recv_cq,
+    };
+    let dp = &core.dp;
+    let mut mem = dp.regions.for_pd(core.info.pd);
+    let mut received = 0usize;
+    while received < RX_BUDGET {
+        let Some(skb) = core.next_packet() else { break };
+        received = received.saturating_add(1);
+        if !receive_skb(&qp, rq, srq, &mut mem, &skb) {
+            dp.drop_packet(Counter::RcvdHdrErr);
+        }
+    }
+    let mut sent = 0usize;
+    if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS {
+        sent = send_all(&qp, ud, sq, dp, &mut mem, depth);
+    }
+    Outcome {
+        deadline: u64::MAX,
+        more: sent >= TX_BUDGET || received >= RX_BUDGET && core.packets_waiting(),
+    }
+}
+
+/// Delivers a received datagram (data at its BTH, IP header in front).
+fn receive_skb(
+    qp: &UdQp<'_>,
+    rq: &mut Option<Queue>,
+    srq: &Option<SrqRef<RrxeDev>>,
+    mem: &mut dyn MemoryAccess,
+    skb: &SkBuff,
+) -> bool {
+    let hdrs = skb.network_header();
+    let ip = hdrs.get(..hdrs.len().saturating_sub(8)).unwrap_or(&[]);
+    let mut pieces: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
+    let Some(n) = skb.pieces(&mut pieces) else {
+        return false;
+    };
+    let Some((first, rest)) = pieces.get(..n).and_then(|p| p.split_first()) else {
+        return false;
+    };
+    let Ok(pkt) = parse_payload(Payload::from_pieces(first, rest)) else {
+        return false;
+    };
+    receive(qp, rq, srq, mem, &pkt, ip)
 }
 
 /// What a UD QP needs from its owner for one call.
 pub(crate) struct UdQp<'a> {
-    /// Local QP number.
-    pub(crate) qpn: u32,
-    /// Address of the `struct ib_qp`, for kernel completions.
-    pub(crate) ibqp: usize,
+    /// The QP's fixed attributes.
+    pub(crate) info: &'a QpInfo,
     /// The QP's Q_Key.
     pub(crate) qkey: u32,
-    /// Every send is signaled.
-    pub(crate) sig_all: bool,
-    /// The QP belongs to an in-kernel caller (its WQEs carry addresses).
-    pub(crate) kernel: bool,
-    /// Most SGEs a send request may have.
-    pub(crate) max_send_sge: u32,
     /// Most SGEs a receive request may have (the QP's, or its SRQ's).
     pub(crate) max_recv_sge: u32,
     /// Completion queues.
@@ -76,27 +139,34 @@ fn completion(qp: &UdQp<'_>, wr_id: u64, status: u32, opcode: u32) -> b::ib_uver
         wr_id,
         status,
         opcode,
-        qp_num: qp.qpn,
+        qp_num: qp.info.qpn,
         port_num: 1,
         ..Default::default()
     }
 }
 
-/// Sends every WQE waiting in `sq`.
-pub(crate) fn send_all(
+/// Sends the WQEs waiting in `sq`, at most [`TX_BUDGET`]; returns how many.
+fn send_all(
     qp: &UdQp<'_>,
     ud: &mut Ud,
     sq: &mut Queue,
     dp: &Datapath,
     mem: &mut dyn MemoryAccess,
-) {
+    depth: u8,
+) -> usize {
     let mut buf = [0u8; wqe::SEND_WQE_READ];
-    while sq.peek(&mut buf) {
+    let mut n = 0usize;
+    while n < TX_BUDGET && sq.peek(&mut buf) {
         sq.advance();
-        let (wr_id, result) = match wqe::ud_send(&buf, qp.sig_all, qp.kernel, qp.max_send_sge) {
-            Ok(w) => (w.wr_id, send_one(qp, ud, dp, mem, &w).map(|()| w.signaled)),
-            Err(bad) => (bad.wr_id, Err(b::ib_wc_status_IB_WC_LOC_QP_OP_ERR)),
-        };
+        n = n.saturating_add(1);
+        let (wr_id, result) =
+            match wqe::ud_send(&buf, qp.info.sq_sig_all, qp.info.kernel, qp.info.max_sge.0) {
+                Ok(w) => (
+                    w.wr_id,
+                    send_one(qp, ud, dp, mem, &w, depth).map(|()| w.signaled),
+                ),
+                Err(bad) => (bad.wr_id, Err(b::ib_wc_status_IB_WC_LOC_QP_OP_ERR)),
+            };
         let status = match result {
             Ok(false) => continue,
             Ok(true) => b::ib_wc_status_IB_WC_SUCCESS,
@@ -106,10 +176,11 @@ pub(crate) fn send_all(
         let _ = complete_or_report(
             qp.send_cq,
             &completion(qp, wr_id, status, b::ib_wc_opcode_IB_WC_SEND),
-            qp.ibqp,
+            qp.info.ibqp,
             false,
         );
     }
+    n
 }
 
 /// Builds and sends the packet of one WQE; the error is a completion status.
@@ -122,6 +193,7 @@ fn send_one(
     dp: &Datapath,
     mem: &mut dyn MemoryAccess,
     w: &wqe::UdSend<'_>,
+    depth: u8,
 ) -> Result<(), u32> {
     let op_err = b::ib_wc_status_IB_WC_LOC_QP_OP_ERR;
     let prot_err = b::ib_wc_status_IB_WC_LOC_PROT_ERR;
@@ -146,16 +218,8 @@ fn send_one(
         return Ok(());
     }
     // RoCE v2 source port: entropy from the QP numbers, in 0xC000..=0xFFFF.
-    let sport = 0xc000 | ((qp.qpn ^ w.remote_qpn) & 0x3fff) as u16;
-    let path = Path::new(
-        info.sgid,
-        info.dgid,
-        info.hop_limit,
-        info.tclass,
-        info.flow_label,
-        sport,
-    )
-    .map_err(|_| op_err)?;
+    let sport = 0xc000 | ((qp.info.qpn ^ w.remote_qpn) & 0x3fff) as u16;
+    let path = Path::new(dp, &info, sport, false).map_err(|_| op_err)?;
     let qkey = if w.remote_qkey & 0x8000_0000 != 0 {
         qp.qkey
     } else {
@@ -163,9 +227,9 @@ fn send_one(
     };
     let mut hdr = Headers::new(BthRepr {
         opcode: if w.imm.is_some() {
-            UD_SEND_ONLY_WITH_IMM
+            ud_op::SEND_ONLY_WITH_IMMEDIATE
         } else {
-            UD_SEND_ONLY
+            ud_op::SEND_ONLY
         },
         solicited: w.solicited,
         pkey: crate::params::DEFAULT_PKEY,
@@ -175,16 +239,15 @@ fn send_one(
     });
     hdr.deth = Some(DethRepr {
         qkey,
-        src_qpn: qp.qpn,
+        src_qpn: qp.info.qpn,
     });
     hdr.imm = w.imm;
     let roce_len = hdr.packet_len(len).map_err(|_| len_err)?;
-    let h = path.header_len();
-    let pkt = ud
-        .scratch
-        .get_mut(..h.checked_add(roce_len).ok_or(len_err)?)
-        .ok_or(len_err)?;
-    let (_, roce) = pkt.split_at_mut(h);
+    // Without memory for the packet, the datagram is lost (as UD allows).
+    let Some(mut pkt) = xmit::Packet::new(roce_len) else {
+        return Ok(());
+    };
+    let roce = pkt.bytes();
     let off = hdr.emit(roce, len).map_err(|_| len_err)?;
     let mut payload = roce.get_mut(off..).ok_or(len_err)?;
     match w.inline {
@@ -204,8 +267,7 @@ fn send_one(
         }
     }
     ud.psn = ud.psn.wrapping_add(1) & 0x00ff_ffff;
-    // A datagram that cannot be built or sent is lost, as UD allows.
-    let _ = path.send(dp, pkt);
+    path.send(dp, pkt, w.remote_qpn, depth);
     Ok(())
 }
 
@@ -268,7 +330,7 @@ pub(crate) fn receive(
             wc.wc_flags |= b::ib_wc_flags_IB_WC_WITH_IMM;
         }
     }
-    let _ = complete_or_report(qp.recv_cq, &wc, qp.ibqp, pkt.hdr.bth.solicited);
+    let _ = complete_or_report(qp.recv_cq, &wc, qp.info.ibqp, pkt.hdr.bth.solicited);
     true
 }
 

@@ -351,6 +351,13 @@ pub mod rc {
     pub const SEND_ONLY_WITH_INVALIDATE: u8 = 0x17;
 }
 
+/// UD opcode bytes.
+#[allow(missing_docs)]
+pub mod ud {
+    pub const SEND_ONLY: u8 = 0x64;
+    pub const SEND_ONLY_WITH_IMMEDIATE: u8 = 0x65;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,7 +373,7 @@ mod tests {
         assert_eq!(len(rc::ATOMIC_ACKNOWLEDGE), Some(24));
         assert_eq!(len(rc::COMPARE_SWAP), Some(40));
         assert_eq!(len(rc::SEND_ONLY_WITH_INVALIDATE), Some(16));
-        assert_eq!(len(0x65), Some(24));
+        assert_eq!(len(ud::SEND_ONLY_WITH_IMMEDIATE), Some(24));
         assert_eq!(len(0x15), None);
         assert_eq!(len(0x2c), None);
         assert_eq!(len(0x81), None);

@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! How a QP runs: every QP is served on its own, by whichever context
+//! kicks it first, never by a global worker.
+//!
+//! A QP is kicked when user space rings its send doorbell (process
+//! context), when a packet for it arrives (the UDP receive softirq, or
+//! another QP of the device delivering locally), when its timer fires
+//! (which only queues its work item) and from its work item (budget left
+//! over, kernel posts). The kicking context runs the QP at once if no other
+//! context is running it; otherwise it leaves a request and the running
+//! context serves the QP once more before it lets go ([`Serial`]). A run is
+//! bounded (packets received, packets sent); what is left goes to the QP's
+//! work item, so one busy QP cannot hold a CPU.
+//!
+//! A run holds the RCU read lock: memory regions are only deregistered
+//! after a grace period (see [`crate::mem`]). It never sleeps.
+//!
+//! Timers have the resolution of the IB spec's (a high-resolution timer,
+//! armed only while requests are outstanding, at the engine's next deadline
+//! in microseconds). The timer is armed lazily: a later deadline leaves an
+//! earlier expiry in place, and an expiry that comes too early finds the
+//! engine with nothing to do and re-arms it.
+
+use crate::{
+    datapath::Datapath,
+    device::RrxeDev,
+    net::skb::{SkBuff, SkbQueue},
+    queue::{KernelSide, Queue},
+    rc::Conn,
+    rdma::{
+        bindings as b,
+        driver::{CqRef, SrqRef},
+        qp::QpEvents,
+    },
+    stats::Counter,
+    sync::serial::Serial,
+    ud::Ud,
+};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use kernel::{
+    impl_has_hr_timer, impl_has_work, new_spinlock_irq, new_work,
+    prelude::*,
+    sync::{Arc, ArcBorrow, SpinLockIrq},
+    time::{
+        hrtimer::{
+            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerPointer,
+            HrTimerRestart, RelativeSoftMode,
+        },
+        Delta, Monotonic,
+    },
+    workqueue::{Work, WorkItem},
+};
+
+/// A QP run nested in another's (by local delivery) runs inline only this
+/// deep; deeper ones are left to the work item.
+const MAX_INLINE_DEPTH: u8 = 1;
+
+/// The module's workqueue for QP work items.
+pub(crate) static QUEUE: crate::sync::global::Global<crate::sync::workqueue::OwnedQueue> =
+    crate::sync::global::Global::new();
+
+/// Monotonic time in microseconds.
+pub(crate) fn now_us() -> u64 {
+    // SAFETY: `ktime_get` has no preconditions.
+    let ns = unsafe { kernel::bindings::ktime_get() };
+    u64::try_from(ns).unwrap_or(0) / 1000
+}
+
+/// Attributes a QP keeps between `modify_qp` calls, as `query_qp` reports them.
+pub(crate) struct Attrs(pub(crate) b::ib_qp_attr);
+
+// SAFETY: The pointers inside `ib_qp_attr` (GID attributes, xmit slave) are
+// cleared before storing and never dereferenced; the rest is plain data.
+unsafe impl Send for Attrs {}
+
+/// Everything of a QP that exists until `destroy_qp`, reached only by the
+/// context that runs the QP (or a verb that waited its turn).
+pub(crate) struct Live {
+    /// Attributes set by `modify_qp`.
+    pub(crate) attrs: Attrs,
+    /// Send queue.
+    pub(crate) sq: Queue,
+    /// Receive queue; `None` when receives come from an SRQ.
+    pub(crate) rq: Option<Queue>,
+    /// The SRQ, if any.
+    pub(crate) srq: Option<SrqRef<RrxeDev>>,
+    /// Completion queues.
+    pub(crate) send_cq: CqRef<RrxeDev>,
+    /// Completion queues.
+    pub(crate) recv_cq: CqRef<RrxeDev>,
+    /// Source GID of the address vector (`IB_QP_AV`).
+    pub(crate) sgid: [u8; 16],
+    /// Destination MAC of the address vector (ib_core resolved it).
+    pub(crate) dmac: [u8; 6],
+    /// RC QPs from RTR on.
+    pub(crate) conn: Option<Conn>,
+    /// UD and GSI QPs from RTR on.
+    pub(crate) ud: Option<Ud>,
+    /// Where the QP's asynchronous events go.
+    pub(crate) events: QpEvents,
+    /// The armed timer, cancelled when dropped.
+    timer: Option<ArcHrTimerHandle<QpCore>>,
+}
+
+impl Live {
+    /// A QP's state before its first `modify_qp`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        attrs: Attrs,
+        sq: Queue,
+        rq: Option<Queue>,
+        srq: Option<SrqRef<RrxeDev>>,
+        send_cq: CqRef<RrxeDev>,
+        recv_cq: CqRef<RrxeDev>,
+        events: QpEvents,
+    ) -> Self {
+        Self {
+            attrs,
+            sq,
+            rq,
+            srq,
+            send_cq,
+            recv_cq,
+            sgid: [0; 16],
+            dmac: [0; 6],
+            conn: None,
+            ud: None,
+            events,
+            timer: None,
+        }
+    }
+
+    /// The QP state (`enum ib_qp_state`).
+    pub(crate) fn state(&self) -> u32 {
+        self.attrs.0.qp_state
+    }
+}
+
+/// What a run found left to do.
+pub(crate) struct Outcome {
+    /// When the engine's next timer expires (µs), `u64::MAX` for never.
+    pub(crate) deadline: u64,
+    /// A budget ran out with work left: run again soon.
+    pub(crate) more: bool,
+}
+
+impl Outcome {
+    /// Nothing pending.
+    pub(crate) const IDLE: Self = Self {
+        deadline: u64::MAX,
+        more: false,
+    };
+}
+
+/// The part of a QP shared by its verb object, its table entry, its timer
+/// and its work item.
+#[pin_data]
+pub(crate) struct QpCore {
+    /// What never changes.
+    pub(crate) info: QpInfo,
+    /// The device's datapath.
+    pub(crate) dp: Arc<Datapath>,
+    /// The QP state (`enum ib_qp_state`), mirrored for lock-free checks.
+    pub(crate) state: AtomicU32,
+    /// The timer expired: the next run fires the engine's timers.
+    timer_due: AtomicBool,
+    /// The deadline (µs) the timer is armed for, `u64::MAX` for none.
+    armed_at: AtomicU64,
+    /// Packets received for the QP, not yet taken by a run.
+    #[pin]
+    rx: SkbQueue,
+    #[pin]
+    timer: HrTimer<QpCore>,
+    #[pin]
+    work: Work<QpCore>,
+    /// Kernel QPs: the producer sides of the send and receive rings, used by
+    /// `post_send`/`post_recv` in any context.
+    #[pin]
+    pub(crate) ksq: SpinLockIrq<Option<KernelSide>>,
+    #[pin]
+    pub(crate) krq: SpinLockIrq<Option<KernelSide>>,
+    /// The rest, for the context that runs the QP.
+    pub(crate) exec: Serial<Option<Live>>,
+}
+
+impl_has_hr_timer! {
+    impl HasHrTimer<Self> for QpCore {
+        mode: RelativeSoftMode<Monotonic>,
+        field: self.timer
+    }
+}
+
+impl_has_work! {
+    impl HasWork<Self> for QpCore { self.work }
+}
+
+/// The attributes of a QP that never change.
+pub(crate) struct QpInfo {
+    /// QP number.
+    pub(crate) qpn: u32,
+    /// `enum ib_qp_type`.
+    pub(crate) qp_type: u32,
+    /// Every send is signaled.
+    pub(crate) sq_sig_all: bool,
+    /// Protection domain (for comparison only).
+    pub(crate) pd: usize,
+    /// Address of the `struct ib_qp`.
+    pub(crate) ibqp: usize,
+    /// An in-kernel caller's QP.
+    pub(crate) kernel: bool,
+    /// Most SGEs per send and receive request.
+    pub(crate) max_sge: (u32, u32),
+}
+
+impl QpCore {
+    /// A QP in the RESET state.
+    pub(crate) fn new(
+        info: QpInfo,
+        dp: Arc<Datapath>,
+        live: Live,
+        ksq: Option<KernelSide>,
+        krq: Option<KernelSide>,
+    ) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(QpCore {
+                info,
+                dp,
+                state: AtomicU32::new(b::ib_qp_state_IB_QPS_RESET),
+                timer_due: AtomicBool::new(false),
+                armed_at: AtomicU64::new(u64::MAX),
+                rx <- SkbQueue::new(),
+                timer <- HrTimer::new(),
+                work <- new_work!("rrxe::QpCore::work"),
+                ksq <- new_spinlock_irq!(ksq),
+                krq <- new_spinlock_irq!(krq),
+                exec: Serial::new(Some(live)),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Whether the QP is a UD or GSI QP.
+    pub(crate) fn is_ud(&self) -> bool {
+        self.info.qp_type == b::ib_qp_type_IB_QPT_UD
+            || self.info.qp_type == b::ib_qp_type_IB_QPT_GSI
+    }
+
+    /// The next received packet, if any.
+    pub(crate) fn next_packet(&self) -> Option<SkBuff> {
+        self.rx.pop()
+    }
+
+    /// Whether received packets wait.
+    pub(crate) fn packets_waiting(&self) -> bool {
+        !self.rx.is_empty()
+    }
+
+    /// Takes the timer's expiry, if it fired since the last run.
+    pub(crate) fn timer_fired(&self) -> bool {
+        self.timer_due.swap(false, Ordering::AcqRel)
+    }
+
+    /// Queues a received packet (data at its BTH) and runs the QP.
+    pub(crate) fn receive(this: &Arc<Self>, skb: SkBuff, depth: u8) {
+        this.rx.push(skb);
+        Self::kick(this, depth);
+    }
+
+    /// Runs the QP now, in the calling context, unless another context is
+    /// running it (which then runs it once more) or this would nest runs
+    /// too deep (then its work item runs it).
+    pub(crate) fn kick(this: &Arc<Self>, depth: u8) {
+        let _rcu = kernel::sync::rcu::read_lock();
+        let Some(mut owner) = this.exec.enter_or_ask() else {
+            return;
+        };
+        if depth > MAX_INLINE_DEPTH {
+            drop(owner);
+            return Self::kick_later(this);
+        }
+        loop {
+            Self::serve(this, &mut owner, depth);
+            match owner.leave() {
+                Ok(()) => return,
+                Err(again) => owner = again,
+            }
+        }
+    }
+
+    /// Runs the QP soon, from its work item (in process context).
+    pub(crate) fn kick_later(this: &Arc<Self>) {
+        if let Some(q) = QUEUE.get() {
+            // Already queued: that run will do.
+            let _ = q.enqueue(this.clone());
+        }
+    }
+
+    /// One run of the QP: everything that arrived and everything posted,
+    /// within budgets; then the timer.
+    pub(crate) fn serve(this: &Arc<Self>, live: &mut Option<Live>, depth: u8) {
+        let Some(live) = live else {
+            // Destroyed: nothing takes packets any more.
+            while this.next_packet().is_some() {
+                this.dp.drop_packet(Counter::RcvdNoQp);
+            }
+            return;
+        };
+        let out = if live.state() == b::ib_qp_state_IB_QPS_ERR {
+            crate::qp::serve_error(this, live);
+            Outcome::IDLE
+        } else if this.is_ud() {
+            crate::ud::serve(this, live, depth)
+        } else {
+            crate::rc::serve(this, live, depth)
+        };
+        if out.more {
+            Self::kick_later(this);
+        }
+        Self::arm(this, live, out.deadline);
+    }
+
+    /// Arms the timer for `deadline` (µs) unless it already expires no
+    /// later.
+    fn arm(this: &Arc<Self>, live: &mut Live, deadline: u64) {
+        if deadline == u64::MAX || this.armed_at.load(Ordering::Acquire) <= deadline {
+            return;
+        }
+        // Cancels the earlier setting (never from the timer's own callback,
+        // which does not run the QP).
+        live.timer = None;
+        let us = deadline.saturating_sub(now_us());
+        let delta = Delta::from_micros(i64::try_from(us).unwrap_or(i64::MAX));
+        this.armed_at.store(deadline, Ordering::Release);
+        live.timer = Some(this.clone().start(delta));
+    }
+
+    /// Stops the timer and forgets the QP's run state (destroy).
+    pub(crate) fn shut_down(&self) -> Option<Live> {
+        let mut owner = self.exec.enter_wait();
+        let live = owner.take();
+        drop(owner);
+        // Dropping `live` cancels the timer and releases the rings.
+        while self.next_packet().is_some() {}
+        live
+    }
+}
+
+impl WorkItem for QpCore {
+    type Pointer = Arc<QpCore>;
+
+    fn run(this: Arc<QpCore>) {
+        QpCore::kick(&this, 0);
+    }
+}
+
+impl HrTimerCallback for QpCore {
+    type Pointer<'a> = Arc<QpCore>;
+
+    fn run(
+        this: ArcBorrow<'_, QpCore>,
+        _ctx: HrTimerCallbackContext<'_, QpCore>,
+    ) -> HrTimerRestart {
+        this.armed_at.store(u64::MAX, Ordering::Release);
+        this.timer_due.store(true, Ordering::Release);
+        QpCore::kick_later(&this.into());
+        HrTimerRestart::NoRestart
+    }
+}

@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A connected RC QP: the protocol core's RC engine, fed from the QP's
+//! rings and received packets, its packets sent along its [`Path`] and its
+//! completions put into the QP's CQs.
+//!
+//! The engine's queues are sized by the QP: as many send requests in
+//! flight as the send queue holds (up to [`MAX_WINDOW`]), and as many
+//! READ/atomic responder resources as the device advertises.
+
+use crate::{
+    cq::complete_or_report,
+    exec::{now_us, Live, Outcome, QpCore},
+    net::skb::{SkBuff, MAX_PIECES},
+    params as p,
+    proto::{
+        opcode::mask, parse_payload, Access, AtomicResult, Buffers, CompletionSink, Counters, Env,
+        MemoryAccess, NakCode, Packet as RocePacket, Payload, QpConfig, QpState, RecvWr,
+        RemoteAccess, Response, SendWqe, SendWr, Slots, Storage, TxSink, WcOpcode, WcStatus,
+        WorkCompletion,
+    },
+    rdma::{bindings as b, driver::CqRef},
+    staging::Staging,
+    stats::Counter,
+    wqe,
+    xmit::{Packet, Path},
+    RrxeDev,
+};
+use core::cell::Cell;
+use kernel::{prelude::*, sync::Arc};
+
+/// Most send requests one RC engine holds in flight; a deeper send queue
+/// keeps the rest in the ring until the window has room.
+pub(crate) const MAX_WINDOW: u32 = 16384;
+/// Receive WQEs the engine takes ahead of the packets that consume them.
+const RECV_AHEAD: usize = 2;
+/// Response queue: the responder depth plus an ACK behind a READ response
+/// plus one to NAK.
+const RESPONSES: usize = p::MAX_QP_RD_ATOM as usize + 2;
+/// Packets received that one run takes at most.
+const RX_BUDGET: usize = 64;
+/// Packets one run sends at most.
+const TX_BUDGET: usize = 64;
+
+/// Queue storage the kernel allocates.
+pub(crate) struct HeapSlots<T>(KVVec<Option<T>>);
+
+impl<T> Slots<T> for HeapSlots<T> {
+    fn slots(&self) -> &[Option<T>] {
+        &self.0
+    }
+    fn slots_mut(&mut self) -> &mut [Option<T>] {
+        &mut self.0
+    }
+}
+
+fn slots<T: Clone>(n: usize) -> Result<HeapSlots<T>> {
+    let mut v = KVVec::with_capacity(n, GFP_KERNEL)?;
+    for _ in 0..n {
+        v.push(None, GFP_KERNEL)?;
+    }
+    Ok(HeapSlots(v))
+}
+
+/// The engine's queues on the heap.
+pub(crate) struct Heap;
+
+impl Storage for Heap {
+    type Send = HeapSlots<SendWqe>;
+    type Recv = HeapSlots<RecvWr>;
+    type Resp = HeapSlots<Response>;
+    type Atomic = HeapSlots<AtomicResult>;
+}
+
+/// The RC engine of the protocol core, queues on the heap.
+type RcEngine = crate::proto::Qp<Heap>;
+
+/// A connected RC QP's engine and where its packets go.
+pub(crate) struct Conn {
+    rc: KBox<RcEngine>,
+    path: Path,
+    dest_qpn: u32,
+    /// Inline data and long SGE lists of the requests in the engine.
+    staging: Staging,
+    /// The engine's counters as last added to the device's.
+    counted: Counters,
+}
+
+/// What [`Conn::new`] needs besides the engine's configuration.
+pub(crate) struct ConnCaps {
+    /// Send requests in flight.
+    pub(crate) window: u32,
+    /// Inline bytes, send SGEs and receive SGEs per request.
+    pub(crate) max_inline: u32,
+    /// Most SGEs per send request.
+    pub(crate) max_send_sge: u32,
+    /// Most SGEs per receive request.
+    pub(crate) max_recv_sge: u32,
+}
+
+impl Conn {
+    /// The engine for `cfg`, sending along `path`.
+    pub(crate) fn new(cfg: QpConfig, path: Path, caps: ConnCaps) -> Result<Self> {
+        let window = caps.window.clamp(1, MAX_WINDOW) as usize;
+        let bufs = Buffers::<Heap> {
+            send: slots(window)?,
+            recv: slots(RECV_AHEAD)?,
+            resp: slots(RESPONSES)?,
+            atomic: slots(RESPONSES)?,
+        };
+        let dest_qpn = cfg.dest_qpn;
+        let rc = KBox::new(RcEngine::new(cfg, bufs).map_err(|_| EINVAL)?, GFP_KERNEL)?;
+        let staging = Staging::new(
+            window,
+            caps.max_inline as usize,
+            caps.max_send_sge as usize,
+            caps.max_recv_sge as usize,
+        )?;
+        Ok(Self {
+            rc,
+            path,
+            dest_qpn,
+            staging,
+            counted: Counters::default(),
+        })
+    }
+
+    /// Set the requester's parameters at the move to RTS.
+    pub(crate) fn start_requester(
+        &mut self,
+        sq_psn: u32,
+        retry: u8,
+        rnr: u8,
+        timeout_us: u64,
+        depth: u8,
+    ) -> Result {
+        self.rc
+            .start_requester(sq_psn, retry, rnr, timeout_us, depth)
+            .map_err(|_| EINVAL)
+    }
+
+    /// Change the remote operations the responder executes.
+    pub(crate) fn set_remote_access(&mut self, remote: RemoteAccess) {
+        self.rc.set_remote_access(remote);
+    }
+
+    /// Fails the QP for a local reason (the consumer asked): flushes the
+    /// engine's requests, sends nothing more.
+    pub(crate) fn abort(
+        &mut self,
+        core: &QpCore,
+        send_cq: &CqRef<RrxeDev>,
+        recv_cq: &CqRef<RrxeDev>,
+    ) {
+        let Conn {
+            rc,
+            path,
+            dest_qpn,
+            staging,
+            ..
+        } = self;
+        let overflow = Cell::new(false);
+        let mut comps = Completions {
+            send_cq,
+            recv_cq,
+            qpn: core.info.qpn,
+            src_qp: *dest_qpn,
+            ibqp: core.info.ibqp,
+            overflow: &overflow,
+        };
+        let mut tx = Tx {
+            core,
+            path,
+            dest_qpn: *dest_qpn,
+            depth: 0,
+            cur: None,
+        };
+        let mut mem = staging.memory(core.dp.regions.for_pd(core.info.pd));
+        let mut env = Env {
+            now_us: now_us(),
+            mem: &mut mem,
+            tx: &mut tx,
+            cq: &mut comps,
+        };
+        rc.abort(&mut env);
+    }
+}
+
+/// Completions of one QP into its CQs.
+struct Completions<'a> {
+    send_cq: &'a CqRef<RrxeDev>,
+    recv_cq: &'a CqRef<RrxeDev>,
+    qpn: u32,
+    src_qp: u32,
+    ibqp: usize,
+    /// A completion did not fit: the QP must stop (see `serve`).
+    overflow: &'a Cell<bool>,
+}
+
+impl CompletionSink for Completions<'_> {
+    fn send_completion(&mut self, wc: &WorkCompletion) {
+        let wc = wqe::completion(wc, self.qpn, self.src_qp);
+        if !complete_or_report(self.send_cq, &wc, self.ibqp, false) {
+            self.overflow.set(true);
+        }
+    }
+
+    fn recv_completion(&mut self, wc: &WorkCompletion) {
+        let wc = wqe::completion(wc, self.qpn, self.src_qp);
+        if !complete_or_report(self.recv_cq, &wc, self.ibqp, false) {
+            self.overflow.set(true);
+        }
+    }
+}
+
+/// Packets of one QP, built in socket buffers and sent along its path.
+struct Tx<'a> {
+    core: &'a QpCore,
+    path: &'a Path,
+    dest_qpn: u32,
+    depth: u8,
+    cur: Option<Packet>,
+}
+
+impl TxSink for Tx<'_> {
+    fn buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        self.cur = Packet::new(len);
+        self.cur.as_mut().map(Packet::bytes)
+    }
+
+    fn commit(&mut self) {
+        if let Some(pkt) = self.cur.take() {
+            self.path
+                .send(&self.core.dp, pkt, self.dest_qpn, self.depth);
+        }
+    }
+}
+
+/// Checks a send request's local buffer (key, protection domain, access,
+/// bounds) and length before it enters the engine; the error is the
+/// completion status the request then gets.
+fn validate_send(mem: &mut dyn MemoryAccess, wr: &SendWr) -> Result<(), WcStatus> {
+    if wr.sge.length > p::MAX_MSG_SIZE {
+        return Err(WcStatus::LocLenErr);
+    }
+    if wr.op.is_atomic() && wr.sge.length != 8 {
+        return Err(WcStatus::LocLenErr);
+    }
+    let access = if wr.op.is_read_or_atomic() {
+        Access::LocalWrite
+    } else {
+        Access::LocalRead
+    };
+    mem.check(wr.sge.lkey, wr.sge.addr, wr.sge.length, access)
+        .map_err(|_| WcStatus::LocProtErr)
+}
+
+/// A completion for a request that never entered the engine.
+fn op_err(wr_id: u64, opcode: WcOpcode, qpn: u32) -> WorkCompletion {
+    WorkCompletion {
+        wr_id,
+        status: WcStatus::LocQpOpErr,
+        opcode,
+        byte_len: 0,
+        imm: None,
+        invalidated_rkey: None,
+        qpn,
+    }
+}
+
+/// Parses a received packet (data at its BTH) where its pieces lie.
+fn with_packet<R>(skb: &SkBuff, f: impl FnOnce(&RocePacket<'_>) -> R) -> Option<R> {
+    let mut pieces: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
+    let n = skb.pieces(&mut pieces)?;
+    let (first, rest) = pieces.get(..n)?.split_first()?;
+    let pkt = parse_payload(Payload::from_pieces(first, rest)).ok()?;
+    Some(f(&pkt))
+}
+
+/// One run of a connected RC QP: the packets that arrived, the requests
+/// posted, the timers, and what the engine has to send.
+pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
+    let Live {
+        attrs,
+        sq,
+        rq,
+        srq,
+        send_cq,
+        recv_cq,
+        conn,
+        events,
+        ..
+    } = live;
+    let Some(Conn {
+        rc,
+        path,
+        dest_qpn,
+        staging,
+        counted,
+    }) = conn.as_mut()
+    else {
+        // Not connected (RESET, INIT): nothing takes packets yet.
+        while core.next_packet().is_some() {
+            core.dp.drop_packet(Counter::RcvdNoQp);
+        }
+        return Outcome::IDLE;
+    };
+    let dp = &core.dp;
+    let now = now_us();
+    let overflow = Cell::new(false);
+    let mut tx = Tx {
+        core,
+        path,
+        dest_qpn: *dest_qpn,
+        depth,
+        cur: None,
+    };
+    let mut comps = Completions {
+        send_cq,
+        recv_cq,
+        qpn: core.info.qpn,
+        src_qp: *dest_qpn,
+        ibqp: core.info.ibqp,
+        overflow: &overflow,
+    };
+    // The engine's environment, lent anew after each change to `staging`.
+    macro_rules! env {
+        ($mem:ident) => {
+            Env {
+                now_us: now,
+                mem: &mut $mem,
+                tx: &mut tx,
+                cq: &mut comps,
+            }
+        };
+    }
+    let max_rsge = srq
+        .as_ref()
+        .map_or(core.info.max_sge.1, |s| s.data().max_sge());
+    let mut received = 0usize;
+    while received < RX_BUDGET {
+        let Some(skb) = core.next_packet() else { break };
+        received = received.saturating_add(1);
+        let handled = with_packet(&skb, |pkt| {
+            if pkt.info.has(mask::RWR) && rc.recv_queued() == 0 {
+                let mut buf = [0u8; wqe::RECV_WQE_READ_ALL];
+                if crate::qp::take_recv(rq, srq, &mut buf) {
+                    let wr = match wqe::recv_wr(&buf, max_rsge) {
+                        Ok((wr, None)) => Ok(wr),
+                        Ok((mut wr, Some(list))) => match staging.stage_recv(list) {
+                            Some(sge) => {
+                                wr.sge = sge;
+                                Ok(wr)
+                            }
+                            None => Err(wr.wr_id),
+                        },
+                        Err(wr_id) => Err(wr_id),
+                    };
+                    let mut mem = staging.memory(dp.regions.for_pd(core.info.pd));
+                    let mut env = env!(mem);
+                    match wr {
+                        Ok(wr) => {
+                            let _ = rc.post_recv(&mut env, wr);
+                        }
+                        Err(wr_id) => {
+                            env.cq
+                                .recv_completion(&op_err(wr_id, WcOpcode::Recv, core.info.qpn))
+                        }
+                    }
+                }
+            }
+            let mut mem = staging.memory(dp.regions.for_pd(core.info.pd));
+            let mut env = env!(mem);
+            rc.on_packet(&mut env, pkt);
+            if overflow.get() {
+                // A completion was lost: stop before anything (an ACK of the
+                // request it belonged to, say) tells the peer otherwise.
+                rc.abort(&mut env);
+            }
+        });
+        if handled.is_none() {
+            dp.drop_packet(Counter::RcvdHdrErr);
+        }
+    }
+    if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS && rc.state() == QpState::Rts {
+        let mut buf = [0u8; wqe::SEND_WQE_READ];
+        while rc.send_room() > 0 && sq.peek(&mut buf) {
+            sq.advance();
+            // Every request is checked before it enters the engine: a bad
+            // one completes at once with its error (after those before
+            // it) instead of failing half way through its packets.
+            let checked = match wqe::send_wr(&buf, core.info.sq_sig_all, core.info.max_sge.0) {
+                Ok((mut wr, extra)) => match staging.stage_send(wr.sge, extra) {
+                    Some(sge) => {
+                        wr.sge = sge;
+                        let mut mem = staging.memory(dp.regions.for_pd(core.info.pd));
+                        validate_send(&mut mem, &wr)
+                            .map(|()| wr)
+                            .map_err(|st| (wr, st))
+                    }
+                    None => Err((wr, WcStatus::LocQpOpErr)),
+                },
+                Err(bad) => Err((bad.placeholder(), WcStatus::LocQpOpErr)),
+            };
+            let mut mem = staging.memory(dp.regions.for_pd(core.info.pd));
+            let mut env = env!(mem);
+            let failed = match checked {
+                Ok(wr) => rc
+                    .post_send(&mut env, wr)
+                    .err()
+                    .map(|_| (wr, WcStatus::LocQpOpErr)),
+                Err(bad) => Some(bad),
+            };
+            if let Some((wr, status)) = failed {
+                rc.post_send_failed(&mut env, wr, status);
+                break;
+            }
+        }
+    }
+    let mut mem = staging.memory(dp.regions.for_pd(core.info.pd));
+    let mut env = env!(mem);
+    let timer = core.timer_fired();
+    if timer || rc.next_deadline().is_some_and(|d| d <= now) {
+        rc.on_timer(&mut env);
+    }
+    let sent = rc.poll_tx(&mut env, TX_BUDGET);
+    dp.stats.absorb(rc.counters(), counted);
+    if rc.state() == QpState::Error {
+        // The engine failed (retries exhausted, a fatal NAK, a lost
+        // completion): the QP moves to the error state and what is left in
+        // the rings is flushed.
+        let failure = rc.responder_failure();
+        crate::qp::enter_error(core, attrs, sq, rq, send_cq, recv_cq);
+        // An error the responder found has no completion of its own to
+        // report it (IB spec C9-222.1 and friends): an event does.
+        let event = match failure {
+            Some(NakCode::RemoteAccessError) => Some(b::ib_event_type_IB_EVENT_QP_ACCESS_ERR),
+            Some(NakCode::InvalidRequest) => Some(b::ib_event_type_IB_EVENT_QP_REQ_ERR),
+            Some(NakCode::RemoteOpError) => Some(b::ib_event_type_IB_EVENT_QP_FATAL),
+            _ => None,
+        };
+        if let Some(event) = event {
+            events.raise(event);
+        }
+        return Outcome::IDLE;
+    }
+    Outcome {
+        deadline: rc.next_deadline().unwrap_or(u64::MAX),
+        more: sent >= TX_BUDGET || received >= RX_BUDGET && core.packets_waiting(),
+    }
+}

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Where a QP's packets go, and how they get there.
+//!
+//! A packet is built straight into a socket buffer ([`Packet`]): the
+//! protocol engine writes the RoCE headers and payload after room for the
+//! IP and UDP headers. Then [`Path::send`] either
+//!
+//! * hands it to a QP of the same device (the destination MAC is the
+//!   device's own): the IP and UDP headers are written for the receiver to
+//!   read (a UD receive reports them as the GRH), but no ICRC is computed
+//!   or checked, as the packet never leaves memory; or
+//! * sends it on the wire: headers, ICRC over the finished packet, and
+//!   the IP layer, over the route the connection cached.
+
+use crate::{
+    ah::AhInfo,
+    datapath::Datapath,
+    net::{
+        route::{self, Endpoints, IpAddr, Route, HEADROOM},
+        skb::SkBuff,
+    },
+    proto::{headers::ROCE_V2_PORT, icrc},
+    stats::Counter,
+};
+use kernel::prelude::*;
+
+/// The kernel's CRC-32 (`crc32_le`) for the ICRC.
+pub(crate) fn crc32(crc: u32, data: &[u8]) -> u32 {
+    // SAFETY: `data` is a valid buffer of `data.len()` bytes.
+    unsafe { crate::bindings::crc32_le(crc, data.as_ptr().cast(), data.len()) }
+}
+
+/// The IPv4 address a RoCE v2 GID holds (`::ffff:a.b.c.d`), if it does.
+fn ipv4_of(gid: &[u8; 16]) -> Option<[u8; 4]> {
+    let (prefix, v4) = gid.split_at(12);
+    let v4: [u8; 4] = v4.try_into().ok()?;
+    (prefix == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]).then_some(v4)
+}
+
+/// The IP address of a RoCE v2 GID.
+fn ip_of(gid: &[u8; 16]) -> IpAddr {
+    match ipv4_of(gid) {
+        Some(v4) => IpAddr::V4(v4),
+        None => IpAddr::V6(*gid),
+    }
+}
+
+/// A RoCE v2 packet being built: room for the IP and UDP headers in
+/// front, then the bytes the engine writes.
+pub(crate) struct Packet {
+    skb: SkBuff,
+}
+
+impl Packet {
+    /// A packet of `len` bytes from the BTH to the ICRC; `None` without
+    /// memory (the protocol then behaves as if it were lost).
+    pub(crate) fn new(len: usize) -> Option<Self> {
+        let mut skb = SkBuff::alloc(HEADROOM, len)?;
+        skb.put(len)?;
+        Some(Self { skb })
+    }
+
+    /// The bytes from the BTH to the ICRC.
+    pub(crate) fn bytes(&mut self) -> &mut [u8] {
+        let len = self.skb.len();
+        // SAFETY: A new packet is linear: `data` holds `len` bytes that only
+        // this object reaches.
+        unsafe { core::slice::from_raw_parts_mut((*self.skb.as_raw()).data, len) }
+    }
+}
+
+/// Where one flow of packets goes: its endpoints, whether it stays on this
+/// device, and (for the wire) its cached route.
+pub(crate) struct Path {
+    ep: Endpoints,
+    /// The destination is this device (its own MAC address).
+    local: bool,
+    /// The route, for a connection (UD sends look theirs up each time).
+    route: Option<Route>,
+}
+
+impl Path {
+    /// A path to the address `to` (its GIDs of one family, `EINVAL`
+    /// otherwise) with UDP source port `sport`; `cached` keeps the route
+    /// between sends.
+    pub(crate) fn new(dp: &Datapath, to: &AhInfo, sport: u16, cached: bool) -> Result<Self> {
+        let (src, dst) = (ip_of(&to.sgid), ip_of(&to.dgid));
+        if matches!(
+            (src, dst),
+            (IpAddr::V4(_), IpAddr::V6(_)) | (IpAddr::V6(_), IpAddr::V4(_))
+        ) {
+            return Err(EINVAL);
+        }
+        let local = to.dmac == dp.mac();
+        Ok(Self {
+            ep: Endpoints {
+                src,
+                dst,
+                tclass: to.tclass,
+                ttl: if to.hop_limit == 0 { 64 } else { to.hop_limit },
+                flow_label: to.flow_label & 0xf_ffff,
+                sport,
+                dport: ROCE_V2_PORT,
+            },
+            local,
+            route: if cached && !local {
+                Some(Route::new()?)
+            } else {
+                None
+            },
+        })
+    }
+
+    /// Sends `pkt` to the QP `dest_qpn` at the other end. `depth` is how
+    /// deep the caller is in QP runs nested by local delivery (0 when the
+    /// caller runs on its own). A packet that cannot be sent is lost, as
+    /// on a wire; the protocol recovers.
+    pub(crate) fn send(&self, dp: &Datapath, pkt: Packet, dest_qpn: u32, depth: u8) {
+        let mut skb = pkt.skb;
+        let len = skb.len() as u64;
+        if self.local {
+            // Headers for the receiver to read, in front of its data.
+            let hlen = self.ep.header_len();
+            let Some(hdr) = skb.push(hlen) else {
+                return dp.stats.inc(Counter::SendErr);
+            };
+            if self.ep.write_headers(hdr, len as usize).is_err() {
+                return dp.stats.inc(Counter::SendErr);
+            }
+            skb.reset_network_header();
+            if !skb.pull(hlen) {
+                return dp.stats.inc(Counter::SendErr);
+            }
+            dp.stats.inc(Counter::SentPkts);
+            dp.stats.add(Counter::SentBytes, len);
+            dp.stats.inc(Counter::RcvdPkts);
+            dp.stats.add(Counter::RcvdBytes, len);
+            return dp.deliver(dest_qpn, skb, depth.saturating_add(1));
+        }
+        let seal = |p: &mut [u8]| icrc::fill_ip_packet(&mut crc32, p).map_err(|_| EINVAL);
+        let res = route::send(self.route.as_ref(), dp.netdev(), &self.ep, skb, seal);
+        match res {
+            Ok(()) => {
+                dp.stats.inc(Counter::SentPkts);
+                dp.stats.add(Counter::SentBytes, len);
+            }
+            Err(_) => dp.stats.inc(Counter::SendErr),
+        }
+    }
+}
