@@ -10,6 +10,26 @@
 
 struct ibv_device *g_dev;
 int g_gid_arg = -1;
+int g_driver = DRV_OTHER;
+
+int vt_driver(void)
+{
+	const char *name;
+
+	if (g_driver != DRV_OTHER || !g_dev)
+		return g_driver;
+	name = ibv_get_device_name(g_dev);
+	if (!strncmp(name, "rrxe", 4))
+		return DRV_RRXE;
+	if (!strncmp(name, "rxe", 3))
+		return DRV_RXE;
+	return DRV_OTHER;
+}
+
+const char *vt_driver_name(int d)
+{
+	return d == DRV_RXE ? "rxe" : d == DRV_RRXE ? "rrxe" : "other";
+}
 
 static int is_v4mapped(const union ibv_gid *g)
 {

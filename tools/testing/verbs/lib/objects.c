@@ -16,7 +16,7 @@ struct tracked {
 	size_t len;		/* K_MAP */
 };
 
-#define MAX_TRACKED 64
+#define MAX_TRACKED 256
 static struct tracked g_objs[MAX_TRACKED];
 static int g_nobjs;
 

@@ -59,7 +59,7 @@ size_t gather(uint8_t *out, const struct ibv_sge *sge, int n)
  * and the room left in them (after the message) still holds the filler c.
  */
 int scattered(const struct ibv_sge *sge, int n, const uint8_t *msg, size_t len,
-		     uint8_t c, const char *what)
+	      uint8_t c, const char *what)
 {
 	const uint8_t *p;
 	size_t off = 0, k;
@@ -81,7 +81,7 @@ int scattered(const struct ibv_sge *sge, int n, const uint8_t *msg, size_t len,
 
 /* Every byte of buf[0..size) outside the n SGEs (those in it) still holds the filler c. */
 int untouched_outside(const uint8_t *buf, size_t size, const struct ibv_sge *sge, int n,
-			     uint8_t c, const char *what)
+		      uint8_t c, const char *what)
 {
 	static uint8_t in[DP_BUF];
 	uintptr_t b = (uintptr_t)buf, a;

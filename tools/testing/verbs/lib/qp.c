@@ -7,7 +7,7 @@
 #include "vt.h"
 
 void qp_init_attr(struct ibv_cq *cq, enum ibv_qp_type t, struct ibv_srq *srq,
-			 struct ibv_qp_init_attr *ia)
+		  struct ibv_qp_init_attr *ia)
 {
 	memset(ia, 0, sizeof(*ia));
 	ia->send_cq = cq;
@@ -22,7 +22,7 @@ void qp_init_attr(struct ibv_cq *cq, enum ibv_qp_type t, struct ibv_srq *srq,
 }
 
 struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type t,
-			      struct ibv_srq *srq, struct ibv_qp_init_attr *ia)
+		       struct ibv_srq *srq, struct ibv_qp_init_attr *ia)
 {
 	qp_init_attr(cq, t, srq, ia);
 	return ibv_create_qp(pd, ia);
@@ -67,7 +67,7 @@ int to_state(struct ibv_qp *qp, enum ibv_qp_state s)
 
 /* INIT->RTR attributes (the IB spec's required set for the type); returns the mask. */
 int rtr_attr(struct env *e, struct ibv_qp *qp, enum ibv_qp_type t,
-		    struct ibv_qp_attr *a)
+	     struct ibv_qp_attr *a)
 {
 	int mask = IBV_QP_STATE;
 

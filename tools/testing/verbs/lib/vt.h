@@ -8,6 +8,7 @@
  *   env.c         device context, port, RoCE v2 GID, loopback address vector
  *   qp.c          QP creation attributes and state transitions
  *   rc_pair.c     two connected RC QPs of the device (loopback)
+ *   ud.c          two UD QPs of the device and an address handle between them
  *   wr.c          SGEs and work requests
  *   completion.c  bounded completion polling and checking
  *   pattern.c     data patterns and memory checks
@@ -126,6 +127,12 @@ struct env {
 extern struct ibv_device *g_dev;	/* the device env_open opens */
 extern int g_gid_arg;			/* GID index to use, or -1 to find one */
 
+/* The driver behind g_dev: -D, else the device name's prefix ("rrxe", "rxe"). */
+enum vt_driver { DRV_OTHER, DRV_RXE, DRV_RRXE };
+extern int g_driver;			/* set by an option, or DRV_OTHER to detect */
+int vt_driver(void);
+const char *vt_driver_name(int d);
+
 int env_open(struct env *e);
 void env_close(struct env *e);
 const char *gid_str(const union ibv_gid *g);
@@ -176,12 +183,40 @@ struct rc_pair {
 	struct ibv_mr *mr_a, *mr_b;	/* DP_ACCESS over the whole buffer */
 };
 
+/* What rc_pair_opts makes. */
+struct rc_opts {
+	struct ibv_srq *srq;		/* B's receives come from it, if not NULL */
+	int rnr_retry, retry_cnt;	/* both QPs */
+	int cqe_b;			/* entries of B's CQ */
+	const struct ibv_qp_cap *cap;	/* SGE and inline limits, if not NULL */
+	int access_b;			/* B's qp_access_flags */
+};
+
+int rc_connect_access(struct env *e, struct ibv_qp *qp, uint32_t peer_qpn, uint32_t sq_psn,
+		      uint32_t rq_psn, int rnr_retry, int retry_cnt, int access);
 int rc_connect(struct env *e, struct ibv_qp *qp, uint32_t peer_qpn, uint32_t sq_psn,
 	       uint32_t rq_psn, int rnr_retry, int retry_cnt);
+int rc_pair_opts(struct env *e, struct ibv_pd *pd, const struct rc_opts *o, struct rc_pair *p);
 int rc_pair_ex(struct env *e, struct ibv_pd *pd, struct ibv_srq *srq, int rnr_retry,
 	       int retry_cnt, int cqe_b, const struct ibv_qp_cap *cap, struct rc_pair *p);
 int rc_pair(struct env *e, struct ibv_pd *pd, struct ibv_srq *srq, int rnr_retry,
 	    struct rc_pair *p);
+
+int rc_pair_release(struct rc_pair *p);
+
+/* ---- ud.c -------------------------------------------------------------- */
+
+#define UD_QKEY		0x11111111	/* to_init's Q_Key of UD QPs */
+#define GRH_LEN		40		/* the GRH in front of every UD receive */
+
+struct ud_pair {
+	struct ibv_cq *cq_a, *cq_b;	/* A's and B's CQ (send and receive) */
+	struct ibv_qp *a, *b;		/* A sends to B */
+	struct ibv_ah *ah;		/* to the port's own GID */
+};
+
+int ud_pair(struct env *e, struct ibv_pd *pd, const struct ibv_qp_cap *cap, struct ud_pair *p);
+void ud_dest(struct ibv_send_wr *wr, const struct ud_pair *p, uint32_t qkey);
 
 /* ---- wr.c -------------------------------------------------------------- */
 
@@ -208,6 +243,11 @@ int check_wc(const struct ibv_wc *wc, const char *what, struct ibv_qp *qp,
 int expect_wc(struct ibv_cq *cq, const char *what, struct ibv_qp *qp, uint64_t wr_id,
 	      enum ibv_wc_status status, enum ibv_wc_opcode op, long len,
 	      const __be32 *imm);
+int check_wc_drv(const struct ibv_wc *wc, const char *what, struct ibv_qp *qp, uint64_t wr_id,
+		 enum ibv_wc_status spec, enum ibv_wc_status rxe1, enum ibv_wc_status rxe2);
+int expect_wc_drv(struct ibv_cq *cq, const char *what, struct ibv_qp *qp, uint64_t wr_id,
+		  enum ibv_wc_status spec, enum ibv_wc_status rxe1, enum ibv_wc_status rxe2);
+int cq_quiet(struct ibv_cq *cq, int ms, const char *what);
 
 /* ---- pattern.c --------------------------------------------------------- */
 

@@ -16,7 +16,7 @@ struct ibv_sge *set_sge(struct ibv_sge *sge, void *addr, uint32_t len, uint32_t 
 
 /* A signaled single-SGE send WR; the caller sets the remote, immediate or atomic fields. */
 void send_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, enum ibv_wr_opcode op,
-		    uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
+	     uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
 {
 	memset(wr, 0, sizeof(*wr));
 	wr->wr_id = wr_id;
@@ -28,7 +28,7 @@ void send_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, enum ibv_wr_opcode op,
 
 /* A single-SGE receive WR. */
 void recv_wr(struct ibv_recv_wr *wr, struct ibv_sge *sge, uint64_t wr_id, void *addr,
-		    uint32_t len, uint32_t lkey)
+	     uint32_t len, uint32_t lkey)
 {
 	memset(wr, 0, sizeof(*wr));
 	wr->wr_id = wr_id;
@@ -58,7 +58,7 @@ int post_a(struct rc_pair *p, struct ibv_send_wr *wr)
 
 /* A signaled send WR over n SGEs. */
 void send_wr_sges(struct ibv_send_wr *wr, struct ibv_sge *sge, int n,
-			 enum ibv_wr_opcode op, uint64_t wr_id)
+		  enum ibv_wr_opcode op, uint64_t wr_id)
 {
 	memset(wr, 0, sizeof(*wr));
 	wr->wr_id = wr_id;
