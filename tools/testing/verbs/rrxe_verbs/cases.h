@@ -29,4 +29,19 @@ int t_cq_overflow(struct env *e);
 /* multi_sge.c */
 int t_multi_sge(struct env *e);
 
+/* bounds.c */
+int t_mr_iova(struct env *e);
+int t_sge_end(struct env *e);
+int t_sge_zero_len(struct env *e);
+int t_sge_max(struct env *e);
+int t_sge_cross_end(struct env *e);
+int t_sge_cross_2_64(struct env *e);
+int t_rdma_range(struct env *e);
+int t_atomic_bounds(struct env *e);
+int t_ud_mtu(struct env *e);
+int t_ud_short_recv(struct env *e);
+int t_ud_qkey(struct env *e);
+int t_ud_recv_2_64(struct env *e);
+
+
 #endif

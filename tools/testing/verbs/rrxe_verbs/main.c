@@ -4,20 +4,26 @@
  * the distribution's stock libibverbs and librxe provider: the control verbs,
  * and (group "datapath") RC traffic between two QPs of the device.
  *
- * usage: rrxe_verbs [-d DEV] [-g GID_INDEX] [-n COUNT] [-v] [-l] [CASE...|GROUP...|all]
+ * usage: rrxe_verbs [-d DEV] [-D rxe|rrxe] [-g GID_INDEX] [-n COUNT] [-v] [-l]
+ *                   [CASE...|GROUP...|all]
  *
  *   -d DEV        device name (default: the first device found)
+ *   -D DRIVER     the driver behind DEV, rxe or rrxe (default: from the
+ *                 device name's prefix). Where rxe differs from the IB spec,
+ *                 the bounds cases accept rxe's answer on
+ *                 rxe only.
  *   -g GID_INDEX  RoCE v2 GID table index to use (default: the first RoCE v2
  *                 GID holding an IPv4-mapped address, else any RoCE v2 GID)
  *   -n COUNT      objects created and destroyed by the "objects" case (10000)
  *   -v            verbose: print what each case checks
  *   -l            list the cases and exit
  *   CASE          case names; default: every case that is in no group.
- *   GROUP         the opt-in cases of a group: "slow" (objects) or
+ *   GROUP         the opt-in cases of a group: "slow" (objects),
  *                 "datapath" (rc_loop, multi_sge, srq_limit, rnr,
  *                 cq_overflow: they need packets; the datapath cases use
  *                 the -g GID as both ends, so the device sends to its own
- *                 address); "all" runs every case.
+ *                 address) or "bounds" (address-space, MR, SGE, MTU
+ *                 and Q_Key edges); "all" runs every case.
  *
  * Output is TAP-like: "ok NAME" or "not ok NAME: reason" per case, then
  * "N passed, N failed". The exit status is 1 if any case failed, 2 on a usage
@@ -28,8 +34,9 @@
  * reference: every case passes on rxe before it is used against rrxe).
  *
  * Files: main.c (options, the case table, running cases), control.c (cases
- * without packets), datapath.c and multi_sge.c (group "datapath"). The
- * helpers they share with other test programs are in ../lib (vt.h).
+ * without packets), datapath.c and multi_sge.c (group "datapath"),
+ * bounds.c (group "bounds", with edge.c).
+ * The helpers they share with other test programs are in ../lib (vt.h).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -71,6 +78,28 @@ static const struct tcase cases[] = {
 	{ "rnr", t_rnr, "datapath", "SEND before its receive: RNR retry (7), RNR_RETRY_EXC_ERR (0)" },
 	{ "cq_overflow", t_cq_overflow, "datapath",
 	  "SENDs into a full receive CQ: CQ_ERR, QPs to ERR, sender's completions" },
+	{ "mr_iova", t_mr_iova, "bounds",
+	  "MRs at IOVA 0, 2^64-8192, 2^64-4096 (RDMA at both ends); IOVA range past 2^64" },
+	{ "sge_end", t_sge_end, "bounds",
+	  "SEND/RECV/WRITE/READ/atomic SGEs ending at 2^64-1, RC and UD" },
+	{ "sge_zero_len", t_sge_zero_len, "bounds",
+	  "0-byte SGEs alone and among others (at 2^64), RC SEND/RECV/WRITE/READ, UD" },
+	{ "sge_max", t_sge_max, "bounds",
+	  "max_sge SGEs for SEND/RECV/WRITE/READ (RC, UD); max_sge + 1: EINVAL" },
+	{ "sge_cross_end", t_sge_cross_end, "bounds",
+	  "SGEs one byte past an MR: SEND, WRITE, RECV, READ, atomic, UD SEND and RECV" },
+	{ "sge_cross_2_64", t_sge_cross_2_64, "bounds",
+	  "SGEs across 2^64 on an MR at the top: SEND, WRITE, RECV, READ, atomic, UD SEND" },
+	{ "rdma_range", t_rdma_range, "bounds",
+	  "WRITE/READ past the remote MR's end, before its start; 0 bytes at 2^64" },
+	{ "atomic_bounds", t_atomic_bounds, "bounds",
+	  "atomics: unaligned, local buffer of 4 and 16 bytes, last word, across the end" },
+	{ "ud_mtu", t_ud_mtu, "bounds", "UD SEND of MTU + 1 bytes (not sent), of MTU bytes" },
+	{ "ud_short_recv", t_ud_short_recv, "bounds",
+	  "UD receive shorter than 40 + payload: LOC_LEN_ERR (rxe: dropped)" },
+	{ "ud_qkey", t_ud_qkey, "bounds", "UD SEND with a wrong Q_Key: dropped" },
+	{ "ud_recv_2_64", t_ud_recv_2_64, "bounds",
+	  "UD receive SGE across 2^64 on an MR at the top (a kernel oops in rrxe)" },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -100,7 +129,7 @@ static void usage(FILE *f)
 {
 	size_t i;
 
-	fprintf(f, "usage: rrxe_verbs [-d DEV] [-g GID_INDEX] [-n COUNT] [-v] [-l] "
+	fprintf(f, "usage: rrxe_verbs [-d DEV] [-D rxe|rrxe] [-g GID_INDEX] [-n COUNT] [-v] [-l] "
 		"[CASE...|GROUP...|all]\n"
 		"cases (default: those without a [group]; a group name selects its cases):\n");
 	for (i = 0; i < NCASES; i++)
@@ -118,9 +147,19 @@ int main(int argc, char **argv)
 	size_t c;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "d:g:n:vlh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:D:g:n:vlh")) != -1) {
 		switch (opt) {
 		case 'd': devname = optarg; break;
+		case 'D':
+			if (!strcmp(optarg, "rxe"))
+				g_driver = DRV_RXE;
+			else if (!strcmp(optarg, "rrxe"))
+				g_driver = DRV_RRXE;
+			else {
+				usage(stderr);
+				return 2;
+			}
+			break;
 		case 'g': g_gid_arg = atoi(optarg); break;
 		case 'n': g_count = atol(optarg); break;
 		case 'v': g_verbose = 1; break;
@@ -166,6 +205,7 @@ int main(int argc, char **argv)
 	}
 	g_dev = list[i];
 	printf("# rrxe_verbs on %s\n", ibv_get_device_name(g_dev));
+	vlog("driver: %s", vt_driver_name(vt_driver()));
 
 	for (c = 0; c < NCASES; c++) {
 		if (!sel[c])
