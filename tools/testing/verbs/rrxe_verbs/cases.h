@@ -43,5 +43,16 @@ int t_ud_short_recv(struct env *e);
 int t_ud_qkey(struct env *e);
 int t_ud_recv_2_64(struct env *e);
 
+/* protection.c */
+int t_prot_bad_rkey(struct env *e);
+int t_prot_other_pd(struct env *e);
+int t_prot_past_end(struct env *e);
+int t_prot_mr_no_write(struct env *e);
+int t_prot_mr_no_read(struct env *e);
+int t_prot_mr_no_atomic(struct env *e);
+int t_prot_qp_no_write(struct env *e);
+int t_prot_qp_no_read(struct env *e);
+int t_prot_qp_no_atomic(struct env *e);
+int t_prot_dereg(struct env *e);
 
 #endif

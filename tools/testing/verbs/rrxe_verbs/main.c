@@ -10,7 +10,7 @@
  *   -d DEV        device name (default: the first device found)
  *   -D DRIVER     the driver behind DEV, rxe or rrxe (default: from the
  *                 device name's prefix). Where rxe differs from the IB spec,
- *                 the bounds cases accept rxe's answer on
+ *                 the bounds and protection cases accept rxe's answer on
  *                 rxe only.
  *   -g GID_INDEX  RoCE v2 GID table index to use (default: the first RoCE v2
  *                 GID holding an IPv4-mapped address, else any RoCE v2 GID)
@@ -22,8 +22,9 @@
  *                 "datapath" (rc_loop, multi_sge, srq_limit, rnr,
  *                 cq_overflow: they need packets; the datapath cases use
  *                 the -g GID as both ends, so the device sends to its own
- *                 address) or "bounds" (address-space, MR, SGE, MTU
- *                 and Q_Key edges); "all" runs every case.
+ *                 address), "bounds" (address-space, MR, SGE, MTU and
+ *                 Q_Key edges) or "protection" (remote accesses the
+ *                 responder must refuse); "all" runs every case.
  *
  * Output is TAP-like: "ok NAME" or "not ok NAME: reason" per case, then
  * "N passed, N failed". The exit status is 1 if any case failed, 2 on a usage
@@ -35,7 +36,7 @@
  *
  * Files: main.c (options, the case table, running cases), control.c (cases
  * without packets), datapath.c and multi_sge.c (group "datapath"),
- * bounds.c (group "bounds", with edge.c).
+ * bounds.c and protection.c (groups "bounds" and "protection", with edge.c).
  * The helpers they share with other test programs are in ../lib (vt.h).
  */
 #define _GNU_SOURCE
@@ -100,6 +101,25 @@ static const struct tcase cases[] = {
 	{ "ud_qkey", t_ud_qkey, "bounds", "UD SEND with a wrong Q_Key: dropped" },
 	{ "ud_recv_2_64", t_ud_recv_2_64, "bounds",
 	  "UD receive SGE across 2^64 on an MR at the top (a kernel oops in rrxe)" },
+	{ "prot_bad_rkey", t_prot_bad_rkey, "protection", "WRITE and READ with a wrong rkey" },
+	{ "prot_other_pd", t_prot_other_pd, "protection",
+	  "WRITE and atomic with the rkey of an MR in another PD" },
+	{ "prot_past_end", t_prot_past_end, "protection",
+	  "WRITE and READ of 16 bytes over the MR's last 8" },
+	{ "prot_mr_no_write", t_prot_mr_no_write, "protection",
+	  "WRITE into an MR without REMOTE_WRITE" },
+	{ "prot_mr_no_read", t_prot_mr_no_read, "protection",
+	  "READ from an MR without REMOTE_READ" },
+	{ "prot_mr_no_atomic", t_prot_mr_no_atomic, "protection",
+	  "atomic on an MR without REMOTE_ATOMIC" },
+	{ "prot_qp_no_write", t_prot_qp_no_write, "protection",
+	  "WRITE to a QP whose qp_access_flags lack REMOTE_WRITE" },
+	{ "prot_qp_no_read", t_prot_qp_no_read, "protection",
+	  "READ from a QP whose qp_access_flags lack REMOTE_READ" },
+	{ "prot_qp_no_atomic", t_prot_qp_no_atomic, "protection",
+	  "atomic to a QP whose qp_access_flags lack REMOTE_ATOMIC" },
+	{ "prot_dereg", t_prot_dereg, "protection",
+	  "WRITE and READ with the rkey of a deregistered MR" },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
