@@ -4,6 +4,8 @@
  */
 #define _GNU_SOURCE
 
+#include <unistd.h>
+
 #include "vt.h"
 
 void qp_init_attr(struct ibv_cq *cq, enum ibv_qp_type t, struct ibv_srq *srq,
@@ -105,4 +107,27 @@ int rts_attr(enum ibv_qp_type t, struct ibv_qp_attr *a)
 			IBV_QP_MAX_QP_RD_ATOMIC;
 	}
 	return mask;
+}
+
+/*
+ * query_qp reports state `want` within ms milliseconds (a responder may
+ * change its QP's state just after the requester has seen the completion).
+ */
+int qstate_within(struct ibv_qp *qp, enum ibv_qp_state want, int ms)
+{
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp_attr qa;
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		OK(ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi));
+		if (qa.qp_state == want)
+			break;
+		CHECK(ms_since(&t0) < ms, "qp 0x%x state %s after %d ms, expected %s", qp->qp_num,
+		      qps(qa.qp_state), ms, qps(want));
+		usleep(1000);
+	}
+	CHECK(qp->state == want, "qp->state %s, expected %s", qps(qp->state), qps(want));
+	return 0;
 }

@@ -149,6 +149,7 @@ int to_init(struct ibv_qp *qp, enum ibv_qp_type t);
 int to_state(struct ibv_qp *qp, enum ibv_qp_state s);
 int rtr_attr(struct env *e, struct ibv_qp *qp, enum ibv_qp_type t, struct ibv_qp_attr *a);
 int rts_attr(enum ibv_qp_type t, struct ibv_qp_attr *a);
+int qstate_within(struct ibv_qp *qp, enum ibv_qp_state want, int ms);
 
 /* query_qp reports state `want`. */
 #define QSTATE(qp, want) do { \

@@ -35,8 +35,8 @@
 /* The QPs of pair p are in states sa (A) and sb (B). */
 static int states(struct rc_pair *p, enum ibv_qp_state sa, enum ibv_qp_state sb)
 {
-	QSTATE(p->a, sa);
-	QSTATE(p->b, sb);
+	QSTATE_W(p->a, sa);
+	QSTATE_W(p->b, sb);
 	return 0;
 }
 
@@ -246,8 +246,8 @@ int t_sge_end(struct env *e)
 	    untouched(tb.buf, PG - GRH_LEN - 100, ROOM, "UD RECV into the MR's end, before it") ||
 	    outside_untouched(&tb, "UD RECV into the MR's end"))
 		return -1;
-	QSTATE(u.a, IBV_QPS_RTS);
-	QSTATE(u.b, IBV_QPS_RTS);
+	QSTATE_W(u.a, IBV_QPS_RTS);
+	QSTATE_W(u.b, IBV_QPS_RTS);
 	vlog("UD: SEND from and RECV (GRH + 100 bytes) into the last bytes below 2^64");
 	return 0;
 }
@@ -409,7 +409,7 @@ static int cross_ud_gather(struct env *e, struct ibv_pd *pd, const struct cross 
 	    cq_quiet(u.cq_b, QUIET_MS, what) || untouched(r.buf, PG, ROOM, what))
 		return -1;
 	QSTATE_DRV(u.a, IBV_QPS_SQE, IBV_QPS_ERR);
-	QSTATE(u.b, IBV_QPS_RTS);
+	QSTATE_W(u.b, IBV_QPS_RTS);
 	return drain_events(e, u.a, what);
 }
 
@@ -449,8 +449,8 @@ static int cross_ud_scatter(struct env *e, struct ibv_pd *pd, uint64_t iova, int
 			  IBV_WC_LOC_QP_OP_ERR) ||
 	    outside_untouched(&t, what) || untouched(t.buf, off, ROOM, what))
 		return -1;
-	QSTATE(u.a, IBV_QPS_RTS);
-	QSTATE(u.b, IBV_QPS_ERR);
+	QSTATE_W(u.a, IBV_QPS_RTS);
+	QSTATE_W(u.b, IBV_QPS_ERR);
 	vlog("%s: B's receive failed, B in ERR, nothing outside the MR written", what);
 	return drain_events(e, u.b, what);
 }
@@ -617,8 +617,8 @@ int t_sge_zero_len(struct env *e)
 	    untouched(tb.buf, PG - GRH_LEN, ROOM, "UD RECV of a 0-byte SEND, before it") ||
 	    outside_untouched(&tb, "UD RECV of a 0-byte SEND"))
 		return -1;
-	QSTATE(u.a, IBV_QPS_RTS);
-	QSTATE(u.b, IBV_QPS_RTS);
+	QSTATE_W(u.a, IBV_QPS_RTS);
+	QSTATE_W(u.b, IBV_QPS_RTS);
 	return 0;
 }
 
@@ -778,8 +778,8 @@ int t_sge_max(struct env *e)
 	    cq_quiet(u.cq_a, QUIET_MS, "UD, after the refusals") ||
 	    cq_empty(u.cq_b, "UD, B's CQ after the refusals"))
 		return -1;
-	QSTATE(u.a, IBV_QPS_RTS);
-	QSTATE(u.b, IBV_QPS_RTS);
+	QSTATE_W(u.a, IBV_QPS_RTS);
+	QSTATE_W(u.b, IBV_QPS_RTS);
 	vlog("UD: %d SGEs for SEND and %d for RECV work; one more: EINVAL", ns, nr);
 	return 0;
 }
@@ -843,8 +843,8 @@ static int ud_dropped(struct ud_env *v, const char *what)
 {
 	if (cq_quiet(v->u.cq_b, QUIET_MS, what) || untouched(v->dst, 2 * PG, ROOM, what))
 		return -1;
-	QSTATE(v->u.a, IBV_QPS_RTS);
-	QSTATE(v->u.b, IBV_QPS_RTS);
+	QSTATE_W(v->u.a, IBV_QPS_RTS);
+	QSTATE_W(v->u.b, IBV_QPS_RTS);
 	return 0;
 }
 
@@ -908,8 +908,8 @@ int t_ud_short_recv(struct env *e)
 	    untouched(v.dst + GRH_LEN + 99, 2 * PG - GRH_LEN - 99, ROOM, what) ||
 	    cq_empty(v.u.cq_b, "B's CQ"))
 		return -1;
-	QSTATE(v.u.a, IBV_QPS_RTS);
-	QSTATE(v.u.b, IBV_QPS_ERR);
+	QSTATE_W(v.u.a, IBV_QPS_RTS);
+	QSTATE_W(v.u.b, IBV_QPS_ERR);
 	vlog("40 + 99 bytes of room, 100 bytes sent: LOC_LEN_ERR, B in ERR");
 	return drain_events(e, v.u.b, what);
 }

@@ -22,8 +22,14 @@ struct edge_mr {
 	struct ibv_mr *mr;
 };
 
-/* qp is in the state the spec names, or on rxe in rxe's (the caller says why). */
-#define QSTATE_DRV(qp, spec, rxe) QSTATE((qp), vt_driver() == DRV_RXE ? (rxe) : (spec))
+/* qp reaches state `want` within DP_WAIT_MS (QSTATE, for a QP another side may move). */
+#define QSTATE_W(qp, want) do { \
+	if (qstate_within((qp), (want), DP_WAIT_MS)) \
+		return -1; \
+} while (0)
+
+/* qp reaches the state the spec names, or on rxe rxe's (the caller says why). */
+#define QSTATE_DRV(qp, spec, rxe) QSTATE_W((qp), vt_driver() == DRV_RXE ? (rxe) : (spec))
 
 int edge_mr(struct ibv_pd *pd, uint64_t iova, size_t len, int access, struct edge_mr *t);
 uint64_t io(const struct edge_mr *t, int64_t off);

@@ -113,8 +113,8 @@ static int run_denied(struct env *e, const struct denied *d)
 	    same(t.buf, saved, PG, d->what) || outside_untouched(&t, d->what) ||
 	    (d->op != IBV_WR_RDMA_WRITE && untouched(p.buf_a, DP_BUF, ROOM, d->what)))
 		return -1;
-	QSTATE(p.a, IBV_QPS_ERR);
-	QSTATE(p.b, IBV_QPS_ERR);
+	QSTATE_W(p.a, IBV_QPS_ERR);
+	QSTATE_W(p.b, IBV_QPS_ERR);
 	if (cq_empty(p.cq_b, d->what) || drain_events(e, p.b, d->what))
 		return -1;
 	vlog("%s: A's WR failed, B's memory unchanged, A and B in ERR", d->what);
