@@ -210,3 +210,40 @@ fn a_request_failed_before_posting_completes_in_order() {
     );
     assert_eq!(sim.nodes[0].qp.state(), QpState::Error);
 }
+
+#[test]
+fn a_region_may_end_at_two_to_the_64() {
+    // B's region is the last 4096 bytes of the address space; a WRITE to its
+    // last 16 bytes (in two packets' worth of pieces) must land.
+    const TOP: u64 = u64::MAX - 4095;
+    let mut sim = pair(RemoteAccess::ALL);
+    sim.nodes[1].mem.add(0x30, TOP, vec![FILL; 4096], true);
+    let wr = SendWr {
+        wr_id: 3,
+        op: WrOp::Write,
+        sge: Sge {
+            addr: SRC.1,
+            length: 16,
+            lkey: SRC.0,
+        },
+        remote_addr: u64::MAX - 15,
+        rkey: 0x30,
+        signaled: true,
+        fence: false,
+        solicited: false,
+    };
+    let now = sim.now;
+    sim.nodes[0]
+        .with(now, |qp, env| qp.post_send(env, wr))
+        .unwrap();
+    run(&mut sim);
+    assert_eq!(sim.nodes[0].cq.send[0].status, WcStatus::Success);
+    assert_eq!(sim.nodes[1].mem.slice(0x30, u64::MAX - 15, 16), vec![7; 16]);
+    // And a piecewise write ending there.
+    let rest: [&[u8]; 1] = [&[9u8; 8]];
+    let data = Payload::from_pieces(&[8u8; 8], &rest);
+    sim.nodes[1]
+        .mem
+        .write_payload(0x30, u64::MAX - 15, &data, Access::RemoteWrite)
+        .unwrap();
+}

@@ -63,6 +63,15 @@ fn flushed(wr_id: u64, qpn: u32) -> b::ib_uverbs_wc {
     }
 }
 
+/// Completes every work request still in the send ring with
+/// `IB_WC_WR_FLUSH_ERR`, in order.
+pub(crate) fn flush_sq(core: &QpCore, sq: &mut Queue, send_cq: &CqRef<RrxeDev>) {
+    while let Some(wr_id) = sq.pop_wr_id() {
+        let wc = flushed(wr_id, core.info.qpn);
+        complete_or_report(send_cq, &wc, core.info.ibqp, false);
+    }
+}
+
 /// Completes every work request still in the rings with `IB_WC_WR_FLUSH_ERR`,
 /// receives into the receive CQ and sends into the send CQ, in order.
 fn flush_rings(
@@ -74,22 +83,11 @@ fn flush_rings(
 ) {
     if let Some(rq) = rq {
         while let Some(wr_id) = rq.pop_wr_id() {
-            complete_or_report(
-                recv_cq,
-                &flushed(wr_id, core.info.qpn),
-                core.info.ibqp,
-                false,
-            );
+            let wc = flushed(wr_id, core.info.qpn);
+            complete_or_report(recv_cq, &wc, core.info.ibqp, false);
         }
     }
-    while let Some(wr_id) = sq.pop_wr_id() {
-        complete_or_report(
-            send_cq,
-            &flushed(wr_id, core.info.qpn),
-            core.info.ibqp,
-            false,
-        );
-    }
+    flush_sq(core, sq, send_cq);
 }
 
 /// Moves the QP to the error state (the engine failed) and flushes what is
@@ -535,7 +533,10 @@ impl Qp {
     /// in-kernel callers may post in any context.
     pub(crate) fn doorbell(&self) -> Result {
         match self.core.state.load(Ordering::Acquire) {
-            b::ib_qp_state_IB_QPS_RTS | b::ib_qp_state_IB_QPS_SQD | b::ib_qp_state_IB_QPS_ERR => {}
+            b::ib_qp_state_IB_QPS_RTS
+            | b::ib_qp_state_IB_QPS_SQD
+            | b::ib_qp_state_IB_QPS_SQE
+            | b::ib_qp_state_IB_QPS_ERR => {}
             _ => return Err(EINVAL),
         }
         if self.core.info.kernel {

@@ -243,7 +243,9 @@ fn validate_send(mem: &mut dyn MemoryAccess, wr: &SendWr) -> Result<(), WcStatus
     if wr.sge.length > p::MAX_MSG_SIZE {
         return Err(WcStatus::LocLenErr);
     }
-    if wr.op.is_atomic() && wr.sge.length != 8 {
+    // An atomic returns the original 8 bytes into a buffer of at least 8
+    // (as rxe accepts; `send_wr` cut it to those 8).
+    if wr.op.is_atomic() && wr.sge.length < 8 {
         return Err(WcStatus::LocLenErr);
     }
     let access = if wr.op.is_read_or_atomic() {
@@ -393,6 +395,9 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
                 Ok((mut wr, extra)) => match staging.stage_send(wr.sge, extra) {
                     Some(sge) => {
                         wr.sge = sge;
+                        if wr.op.is_atomic() && wr.sge.length > 8 {
+                            wr.sge.length = 8;
+                        }
                         let mut mem = staging.memory(dp.regions.for_pd(core.info.pd));
                         validate_send(&mut mem, &wr)
                             .map(|()| wr)

@@ -28,6 +28,7 @@ use crate::{
     wqe::SgeList,
     xmit::{self, Path},
 };
+use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
 
 /// Bytes of the GRH area in front of a received datagram.
@@ -83,13 +84,34 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
     while received < RX_BUDGET {
         let Some(skb) = core.next_packet() else { break };
         received = received.saturating_add(1);
-        if !receive_skb(&qp, rq, srq, &mut mem, &skb) {
-            dp.drop_packet(Counter::RcvdHdrErr);
+        match receive_skb(&qp, rq, srq, &mut mem, &skb) {
+            Rx::Delivered => {}
+            Rx::Dropped => dp.drop_packet(Counter::RcvdHdrErr),
+            Rx::Failed => {
+                // A receive completed in error: the QP fails (its send
+                // queue too), as for any completion error on receive.
+                crate::qp::enter_error(core, attrs, sq, rq, send_cq, recv_cq);
+                return Outcome::IDLE;
+            }
         }
     }
     let mut sent = 0usize;
-    if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS {
-        sent = send_all(&qp, ud, sq, dp, &mut mem, depth);
+    match attrs.0.qp_state {
+        b::ib_qp_state_IB_QPS_RTS => {
+            let failed;
+            (sent, failed) = send_all(&qp, ud, sq, dp, &mut mem, depth);
+            if failed {
+                // A send completed in error: the send queue stops (SQE) and
+                // the requests after it are flushed; receives go on.
+                attrs.0.qp_state = b::ib_qp_state_IB_QPS_SQE;
+                attrs.0.cur_qp_state = b::ib_qp_state_IB_QPS_SQE;
+                core.state
+                    .store(b::ib_qp_state_IB_QPS_SQE, Ordering::Release);
+                crate::qp::flush_sq(core, sq, send_cq);
+            }
+        }
+        b::ib_qp_state_IB_QPS_SQE => crate::qp::flush_sq(core, sq, send_cq),
+        _ => {}
     }
     Outcome {
         deadline: u64::MAX,
@@ -104,18 +126,18 @@ fn receive_skb(
     srq: &Option<SrqRef<RrxeDev>>,
     mem: &mut dyn MemoryAccess,
     skb: &SkBuff,
-) -> bool {
+) -> Rx {
     let hdrs = skb.network_header();
     let ip = hdrs.get(..hdrs.len().saturating_sub(8)).unwrap_or(&[]);
     let mut pieces: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
     let Some(n) = skb.pieces(&mut pieces) else {
-        return false;
+        return Rx::Dropped;
     };
     let Some((first, rest)) = pieces.get(..n).and_then(|p| p.split_first()) else {
-        return false;
+        return Rx::Dropped;
     };
     let Ok(pkt) = parse_payload(Payload::from_pieces(first, rest)) else {
-        return false;
+        return Rx::Dropped;
     };
     receive(qp, rq, srq, mem, &pkt, ip)
 }
@@ -145,7 +167,8 @@ fn completion(qp: &UdQp<'_>, wr_id: u64, status: u32, opcode: u32) -> b::ib_uver
     }
 }
 
-/// Sends the WQEs waiting in `sq`, at most [`TX_BUDGET`]; returns how many.
+/// Sends the WQEs waiting in `sq`, at most [`TX_BUDGET`]; returns how many,
+/// and whether one completed in error (the send queue then stops).
 fn send_all(
     qp: &UdQp<'_>,
     ud: &mut Ud,
@@ -153,7 +176,7 @@ fn send_all(
     dp: &Datapath,
     mem: &mut dyn MemoryAccess,
     depth: u8,
-) -> usize {
+) -> (usize, bool) {
     let mut buf = [0u8; wqe::SEND_WQE_READ];
     let mut n = 0usize;
     while n < TX_BUDGET && sq.peek(&mut buf) {
@@ -179,8 +202,11 @@ fn send_all(
             qp.info.ibqp,
             false,
         );
+        if status != b::ib_wc_status_IB_WC_SUCCESS {
+            return (n, true);
+        }
     }
-    n
+    (n, false)
 }
 
 /// Builds and sends the packet of one WQE; the error is a completion status.
@@ -284,25 +310,37 @@ fn port_mtu(dp: &Datapath) -> usize {
     256usize << mtu.saturating_sub(1).min(4)
 }
 
+/// What became of a received datagram.
+#[derive(PartialEq, Eq)]
+enum Rx {
+    /// Written into a receive request, completed.
+    Delivered,
+    /// Not for this QP (wrong Q_Key, opcode), or no receive request posted:
+    /// dropped, as UD allows.
+    Dropped,
+    /// Its receive request completed with an error: the QP fails.
+    Failed,
+}
+
 /// Delivers one received datagram (`ip` is its IP header).
-pub(crate) fn receive(
+fn receive(
     qp: &UdQp<'_>,
     rq: &mut Option<Queue>,
     srq: &Option<SrqRef<RrxeDev>>,
     mem: &mut dyn MemoryAccess,
     pkt: &Packet<'_>,
     ip: &[u8],
-) -> bool {
+) -> Rx {
     let Some(deth) = pkt.hdr.deth else {
-        return false;
+        return Rx::Dropped;
     };
     if !pkt.info.has(mask::RWR) || deth.qkey != qp.qkey {
-        return false;
+        return Rx::Dropped;
     }
     let mut buf = [0u8; wqe::RECV_WQE_READ_ALL];
     // UD has no flow control: without a receive WQE the datagram is dropped.
     if !take_recv(rq, srq, &mut buf) {
-        return false;
+        return Rx::Dropped;
     }
     let (wr_id, sges) = wqe::recv_sges(&buf, qp.max_recv_sge);
     let mut grh = [0u8; GRH_LEN];
@@ -331,7 +369,11 @@ pub(crate) fn receive(
         }
     }
     let _ = complete_or_report(qp.recv_cq, &wc, qp.info.ibqp, pkt.hdr.bth.solicited);
-    true
+    if status == b::ib_wc_status_IB_WC_SUCCESS {
+        Rx::Delivered
+    } else {
+        Rx::Failed
+    }
 }
 
 /// Writes the GRH area `grh` and then `payload` over the receive SGEs.

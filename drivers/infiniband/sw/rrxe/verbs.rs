@@ -318,9 +318,13 @@ impl Driver for RrxeDev {
         if access & !supported != 0 {
             return Err(EOPNOTSUPP);
         }
-        // Peers and work requests name the region by `[iova, iova + length)`:
-        // that range must exist in a 64-bit address space.
-        if iova.checked_add(length).is_none() {
+        // Peers and work requests name the region's bytes `iova` to
+        // `iova + length - 1`: the last one must have a 64-bit address (a
+        // region may end at 2^64 exactly).
+        if length
+            .checked_sub(1)
+            .is_some_and(|last| iova.checked_add(last).is_none())
+        {
             return Err(EINVAL);
         }
         let dev = pd.device::<Self>();

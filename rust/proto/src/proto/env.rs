@@ -86,11 +86,14 @@ pub trait MemoryAccess {
         data: &Payload<'_>,
         access: Access,
     ) -> Result<(), MemError> {
-        let mut at = va;
+        // The address of each chunk is computed from its offset, never the
+        // one after the last chunk: a buffer may end at 2^64 exactly.
+        let mut off = 0u64;
         for c in data.chunks() {
+            let at = va.checked_add(off).ok_or(MemError::OutOfRange)?;
             self.write(key, at, c, access)?;
             let n = u64::try_from(c.len()).map_err(|_| MemError::OutOfRange)?;
-            at = at.checked_add(n).ok_or(MemError::OutOfRange)?;
+            off = off.saturating_add(n);
         }
         Ok(())
     }
