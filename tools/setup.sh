@@ -14,7 +14,7 @@ die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
 PKGS=(clang-19 lld-19 llvm-19 libclang-19-dev rustc-web rust-web-src
       bc bison flex libelf-dev libssl-dev cpio kmod rsync busybox-static
       rust-web-clippy xz-utils zstd dpkg-dev python3 gcc make libibverbs-dev
-      librdmacm-dev)
+      librdmacm-dev linux-perf)
 QEMU_PKG=qemu-system-x86
 
 missing=()

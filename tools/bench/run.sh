@@ -5,12 +5,25 @@
 # runner, boots one guest (--smp 2, -nic none) running
 # tools/bench/guest/perftest_compare.sh and reads its results from the console log.
 #
+# Then (unless --no-pair) it boots two guests linked by their emulated wire and runs
+# tools/bench/guest/perftest_pair.sh: ib_write_bw from one guest to the other, rxe on
+# both against rrxe on both (row wire_write_bw).
+#
 # usage: tools/bench/run.sh [--rounds R] [--tests LIST] [--lat-iters N] [--bw-iters N]
-#                           [--no-warmup] [--wait-quiet SEC] [--timeout SEC] [--log-dir DIR]
+#                           [--no-warmup] [--no-pair] [--wait-quiet SEC] [--timeout SEC]
+#                           [--log-dir DIR]
 #   --rounds R      rounds, each running every perftest over both drivers, the
 #                   order alternating (rxe,rrxe | rrxe,rxe | ...); default 6
-#   --tests LIST    comma-separated subset of ib_send_lat,ib_write_lat,ib_write_bw,
-#                   ib_read_bw,ib_send_bw (default: all)
+#   --tests LIST    comma-separated subset of ib_send_lat,ib_write_lat,ib_read_lat,
+#                   ib_atomic_lat,ib_send_idle1k_lat,ib_write_bw,ib_read_bw,ib_send_bw,
+#                   ib_write_bw_q8,ib_send_mpps (default: all; see
+#                   tools/bench/guest/perftest_compare.sh for what each runs)
+#   --no-pair       skip the two-guest run
+#   --profile       record a perf profile (cpu-clock, whole guest) of every client run
+#                   and print each one's top symbols and DSOs after the table (perf
+#                   and its libraries are copied from the host's linux-perf); implies
+#                   --no-pair. Profiling slows the runs: use it to see where the time
+#                   goes, not for the ratios
 #   --lat-iters N   iterations of the latency tests (default 2000)
 #   --bw-iters N    iterations of the bandwidth tests (default 1000)
 #   --no-warmup     skip the uncounted warm-up slot of each driver
@@ -30,7 +43,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 die() { printf 'bench: ERROR: %s\n' "$*" >&2; exit 2; }
 
-rounds=6 tests= lat_iters= bw_iters= warmup=1 wait_quiet=0 timeout= log_dir=
+rounds=6 tests= lat_iters= bw_iters= warmup=1 wait_quiet=0 timeout= log_dir= pair=1 profile=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds=$2; shift 2 ;;
@@ -38,6 +51,8 @@ while [ $# -gt 0 ]; do
         --lat-iters) lat_iters=$2; shift 2 ;;
         --bw-iters) bw_iters=$2; shift 2 ;;
         --no-warmup) warmup=0; shift ;;
+        --no-pair) pair=0; shift ;;
+        --profile) profile=1; pair=0; shift ;;
         --wait-quiet) wait_quiet=$2; shift 2 ;;
         --timeout) timeout=$2; shift 2 ;;
         --log-dir) log_dir=$2; shift 2 ;;
@@ -58,6 +73,19 @@ append="tsc=reliable rrxe.bench.rounds=$rounds rrxe.bench.warmup=$warmup"
 [ -n "$lat_iters" ] && append+=" rrxe.bench.lat_iters=$lat_iters"
 [ -n "$bw_iters" ] && append+=" rrxe.bench.bw_iters=$bw_iters"
 
+# perf and its libraries for the guest (--profile): from the host's linux-perf,
+# whose glibc is the guest's too (the initramfs copies the host's).
+perf_add=()
+if [ $profile = 1 ]; then
+    perf=$(command -v perf) || die "--profile needs perf on the host (apt-get install linux-perf)"
+    append+=" rrxe.bench.profile=1"
+    perf_add+=(--add "$perf=/rrxe/perf/perf")
+    while read -r lib; do
+        case "$(basename "$lib")" in ld-linux*|libc.so*|libm.so*|libgcc_s*) continue ;; esac
+        perf_add+=(--add "$(readlink -f "$lib")=/rrxe/perf/lib/$(basename "$lib")")
+    done < <(ldd "$perf" | awk '$3 ~ /^\// {print $3}')
+fi
+
 start=$(date +%s)
 kdir=$("$repo/tools/kernel/build.sh" normal) || die "kernel build failed"
 ko=$("$repo/tools/module.sh" normal) || die "rrxe.ko build failed"
@@ -66,6 +94,7 @@ src_id=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -z "$(git -C "$repo" status --porcelain -- drivers rust Kbuild 2>/dev/null)" ] ||
     src_id+=" + uncommitted changes in drivers/ rust/"
 "$repo/tools/initramfs/build.sh" >/dev/null || die "initramfs build failed"
+"$repo/tools/testing/verbs/build.sh" || die "building the guest programs failed"
 echo "bench: built in $(( $(date +%s) - start ))s; booting one guest (--smp 2) for $rounds rounds" >&2
 
 # host_busy_jiffies: busy jiffies of all host CPUs since boot.
@@ -136,12 +165,24 @@ sampler &
 sampler_pid=$!
 trap 'kill $sampler_pid 2>/dev/null' EXIT
 t0=$(date +%s)
-verdict=$("$repo/tools/qemu/run.sh" --kernel "$kdir" --ko "$ko" --smp 2 \
+verdict=$("$repo/tools/qemu/run.sh" --kernel "$kdir" --ko "$ko" --smp 2 ${perf_add[@]+"${perf_add[@]}"} \
     --tests "$here/guest" --test perftest_compare --append "$append" \
     --timeout "$timeout" --log-dir "$log_dir" 2> "$log_dir/run.stderr" | tail -1)
 secs=$(( $(date +%s) - t0 ))
 kill $sampler_pid 2>/dev/null
 glog=$log_dir/guest-a.log
+
+# The two-guest run over the emulated wire (its runs are not marked busy: the
+# other guest's CPU use would count as other load).
+pair_verdict=PASS pair_secs=0
+if [ $pair = 1 ]; then
+    echo "bench: booting two guests for the wire row" >&2
+    t1=$(date +%s)
+    pair_verdict=$("$repo/tools/qemu/run.sh" --pair --kernel "$kdir" --ko "$ko" --smp 1 \
+        --tests "$here/guest" --test perftest_pair --append "$append" \
+        --timeout "$timeout" --log-dir "$log_dir/pair" 2> "$log_dir/pair.stderr" | tail -1)
+    pair_secs=$(( $(date +%s) - t1 ))
+fi
 
 # The final copy of the results if the guest got that far, else whatever runs finished.
 tag=BENCH-FINAL
@@ -174,6 +215,11 @@ tr -d '\r' < "$glog" | awk -v tag="$tag" -v hz="$(getconf CLK_TCK)" -v limit="$b
         if ($5 != "FAILED" && (k in load) && load[k] > limit) sub(/ [^ ]+$/, " " $5 "*")
         print
     }' "$log_dir/host-load.txt" - > "$log_dir/results.txt"
+if [ $pair = 1 ] && [ -f "$log_dir/pair/guest-a.log" ]; then
+    ptag=BENCH-FINAL
+    tr -d '\r' < "$log_dir/pair/guest-a.log" | grep -aq '^BENCH-FINAL ' || ptag=BENCH-RUN
+    tr -d '\r' < "$log_dir/pair/guest-a.log" | grep -a "^$ptag " | sed "s/^$ptag /$tag /" >> "$log_dir/results.txt"
+fi
 table=$(awk -v tag=$tag -f "$here/table.awk" "$log_dir/results.txt")
 host=$(awk -v hz="$(getconf CLK_TCK)" -v limit="$busy_cpus" '
     $1 == "QEMU-START" { on = 1; next }
@@ -191,7 +237,7 @@ details=$(tr -d '\r' < "$glog" | awk '
 {
     echo "rrxe vs rxe, perftest in one guest (QEMU TCG, --smp 2), $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "$(tr -d '\r' < "$glog" | grep -a -m1 '^BENCH-CONFIG' || echo 'BENCH-CONFIG (not reached)')"
-    echo "$(tr -d '\r' < "$glog" | grep -a -m1 '^BENCH-ELAPSED' || echo 'BENCH-ELAPSED (not reached)'), boot ${secs}s"
+    echo "$(tr -d '\r' < "$glog" | grep -a -m1 '^BENCH-ELAPSED' || echo 'BENCH-ELAPSED (not reached)'), boot ${secs}s, pair boot ${pair_secs}s"
     echo "kernel $(sed -n 's/^version=//p' "$kdir/rrxe-kernel.info" 2>/dev/null) ($(basename "$kdir")), rrxe.ko of $src_id"
     echo "guest clocksource: $(tr -d '\r' < "$glog" | sed -n 's/^BENCH-CLOCK //p' | tr '\n' ' ')"
     echo "host ($(nproc) CPUs): $host"
@@ -204,6 +250,11 @@ if [ -n "$details" ]; then
     echo "guest output of the failed runs ($glog):"
     echo "$details"
 fi
+if [ $profile = 1 ]; then
+    echo
+    echo "profiles (perf cpu-clock, whole guest, per client run; % of samples):"
+    tr -d '\r' < "$glog" | sed -n 's/^BENCH-PROFILE //p' | tee "$log_dir/profile.txt"
+fi
 echo
 echo "log: $log_dir"
 status=0
@@ -211,6 +262,10 @@ if [ "${verdict%% *}" != PASS ]; then
     grep -v -e '^qemu: guest . reached' -e '^initramfs: cached' -e '^kernel: cached' \
         "$log_dir/run.stderr" | sed 's/^/    /' | head -20
     echo "bench: the guest run failed: ${verdict:-no verdict from tools/qemu/run.sh}"
+    status=1
+fi
+if [ "${pair_verdict%% *}" != PASS ]; then
+    echo "bench: the two-guest run failed: ${pair_verdict:-no verdict} (log: $log_dir/pair)"
     status=1
 fi
 if printf '%s\n' "$table" | grep -q FAILED; then

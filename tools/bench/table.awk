@@ -6,8 +6,9 @@
 # "TAG ROUND DRIVER TEST FAILED REASON..." (TAG is -v tag=..., default BENCH-RUN;
 # anything before TAG on the line is ignored). A VALUE ending in "*" was measured
 # while other processes used the host's CPUs (see run.sh). TEST names ending in
-# _lat are latencies (t_typical, usec, lower is better), the others bandwidths
-# (BW average, Gb/s, higher is better).
+# _lat are latencies (t_typical, usec, lower is better), in _mpps message rates
+# (Mpps, higher is better), the others bandwidths (BW average, Gb/s, higher is
+# better).
 # Output: the table, every run's value, and the failed runs with their reasons.
 # A cell is the median of the runs of its driver that succeeded on a quiet host,
 # or, when there are none, of all that succeeded, marked "*"; "n" counts the runs
@@ -70,14 +71,14 @@ function used(key) { return !runs[key] || failed[key] ? "-" : quiet[key] ? quiet
 
 END {
     if (!nt) { print "no benchmark results"; exit 1 }
-    printf "%-13s %-15s %12s %12s %9s %7s\n", "test", "metric", "rxe median", "rrxe median", "rrxe/rxe", "n"
+    printf "%-19s %-15s %12s %12s %9s %7s\n", "test", "metric", "rxe median", "rrxe median", "rrxe/rxe", "n"
     for (k = 1; k <= nt; k++) {
-        t = order[k]; lat = (t ~ /_lat$/)
+        t = order[k]; lat = (t ~ /_lat$/); mpps = (t ~ /_mpps$/)
         a = cell(t SUBSEP "rxe", lat); b = cell(t SUBSEP "rrxe", lat)
         r = "-"
         if (a ~ /^[0-9.]+\*?$/ && b ~ /^[0-9.]+\*?$/ && median(t SUBSEP "rxe") > 0)
             r = sprintf("%.2f", median(t SUBSEP "rrxe") / median(t SUBSEP "rxe"))
-        printf "%-13s %-15s %12s %12s %9s %7s  %s\n", t, lat ? "t_typical [us]" : "BW avg [Gb/s]",
+        printf "%-19s %-15s %12s %12s %9s %7s  %s\n", t, lat ? "t_typical [us]" : mpps ? "rate [Mpps]" : "BW avg [Gb/s]",
             a, b, r, used(t SUBSEP "rxe") "/" used(t SUBSEP "rrxe"),
             lat ? "(lower is better)" : "(higher is better)"
     }
@@ -89,7 +90,7 @@ END {
     for (k = 1; k <= nt; k++)
         for (d = 1; d <= nd; d++)
             if (runs[order[k] SUBSEP drivers[d]])
-                printf "  %-13s %-5s%s\n", order[k], drivers[d], all[order[k] SUBSEP drivers[d]]
+                printf "  %-19s %-5s%s\n", order[k], drivers[d], all[order[k] SUBSEP drivers[d]]
     if (nf) {
         print ""
         print "failed runs:"

@@ -15,6 +15,10 @@
 #   rrxe.bench.bw_iters=N      iterations of the bandwidth tests (default 1000)
 #   rrxe.bench.warmup=0|1      first one uncounted slot per driver (round 0; default 1):
 #                              first loads, first runs of each binary
+#   rrxe.bench.profile=1       record a system-wide perf profile (cpu-clock) of every
+#                              client run and print its top symbols and DSOs as
+#                              "BENCH-PROFILE DRIVER TEST ..." lines (tools/bench/run.sh
+#                              --profile adds perf under /rrxe/perf)
 # Output: one "BENCH-RUN ROUND DRIVER TEST VALUE|FAILED REASON" line per run as it
 # finishes (BENCH-WARMUP for round 0, not counted), preceded by
 # "BENCH-SPAN ROUND DRIVER TEST START END" (guest uptime, seconds), then all results
@@ -23,12 +27,14 @@
 # topology: single
 # timeout: 900
 . "$RRXE_LIB"
+. "${RRXE_LIB%/*}/rounds.sh"
 
 ROUNDS=6
-TESTS="ib_send_lat ib_write_lat ib_write_bw ib_read_bw ib_send_bw"
+TESTS="ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat ib_send_idle1k_lat ib_write_bw ib_read_bw ib_send_bw ib_write_bw_q8 ib_send_mpps"
 LAT_ITERS=2000
 BW_ITERS=1000
 WARMUP=1
+PROFILE=0
 for arg in $(cat /proc/cmdline); do
     case "$arg" in
         rrxe.bench.rounds=*) ROUNDS=${arg#*=} ;;
@@ -36,8 +42,17 @@ for arg in $(cat /proc/cmdline); do
         rrxe.bench.lat_iters=*) LAT_ITERS=${arg#*=} ;;
         rrxe.bench.bw_iters=*) BW_ITERS=${arg#*=} ;;
         rrxe.bench.warmup=*) WARMUP=${arg#*=} ;;
+        rrxe.bench.profile=*) PROFILE=${arg#*=} ;;
     esac
 done
+PERF="env LD_LIBRARY_PATH=/rrxe/perf/lib /rrxe/perf/perf"
+# profile DRIVER TEST FILE: the top of a perf recording, by symbol and by DSO.
+profile() {
+    $PERF report -i "$3" --stdio --sort dso --percent-limit 1 2>/dev/null |
+        grep -v '^#' | grep -v '^$' | head -15 | sed "s/^/BENCH-PROFILE $1 $2 dso /"
+    $PERF report -i "$3" --stdio --sort sym --percent-limit 0.8 2>/dev/null |
+        grep -v '^#' | grep -v '^$' | head -40 | sed "s/^/BENCH-PROFILE $1 $2 sym /"
+}
 # Per-run bounds (seconds): a client that never completes fails in bounded time.
 # The slowest run seen (ib_send_bw on rrxe, 64 MiB at 0.06 Gb/s) takes about 9 s.
 CLIENT_TMO=60
@@ -52,26 +67,48 @@ record() {  # ROUND DRIVER TEST VALUE|FAILED [REASON...]
     if [ "$1" = 0 ]; then echo "BENCH-WARMUP $*"; else echo "BENCH-RUN $*" | tee -a "$RESULTS"; fi
 }
 
+# The perftests, by name (a name ending in _lat is a latency, _mpps a message rate,
+# anything else a bandwidth):
+#   ib_send_lat, ib_write_lat, ib_read_lat   2-byte messages, t_typical
+#   ib_atomic_lat                            fetch-and-add, t_typical
+#   ib_send_idle1k_lat                       ib_send_lat while 1000 idle RC QPs exist
+#   ib_write_bw, ib_read_bw, ib_send_bw      64 KiB messages, Gb/s
+#   ib_write_bw_q8                           ib_write_bw over 8 QPs at once, Gb/s
+#   ib_send_mpps                             ib_send_bw of 64-byte messages, Mpps
+# bin TEST: the perftest binary of TEST.
+bin() {
+    case "$1" in
+        ib_send_idle1k_lat) echo ib_send_lat ;;
+        ib_send_mpps) echo ib_send_bw ;;
+        ib_write_bw_q8) echo ib_write_bw ;;
+        *) echo "$1" ;;
+    esac
+}
+
 # args TEST: perftest arguments of TEST (message size, iterations, units).
 args() {
     case "$1" in
-        ib_send_lat|ib_write_lat) echo "-s 2 -n $LAT_ITERS" ;;
+        ib_send_lat|ib_write_lat|ib_read_lat|ib_send_idle1k_lat) echo "-s 2 -n $LAT_ITERS" ;;
+        ib_atomic_lat) echo "-n $LAT_ITERS" ;;
         ib_write_bw|ib_read_bw|ib_send_bw) echo "-s 65536 -n $BW_ITERS --report_gbits" ;;
+        ib_write_bw_q8) echo "-q 8 -s 65536 -n $BW_ITERS --report_gbits" ;;
+        ib_send_mpps) echo "-s 64 -n $((BW_ITERS * 20))" ;;
         *) return 1 ;;
     esac
 }
 
 # value TEST FILE: the result of a perftest report: t_typical (usec) for latency, the
-# BW average in Gb/s for bandwidth. perftest prints the BW average with two decimals
-# only (0.10 at these speeds), so it is computed from the MsgRate column (Mpps, six
-# decimals) as MsgRate * bytes * 8 / 1000, which is how perftest derives both.
+# message rate (Mpps) for _mpps, the BW average in Gb/s for bandwidth. perftest prints
+# the BW average with two decimals only (0.10 at these speeds), so it is computed from
+# the MsgRate column (Mpps, six decimals) as MsgRate * bytes * 8 / 1000, which is how
+# perftest derives both.
 value() {
-    awk -v lat="$(case "$1" in *_lat) echo 1 ;; esac)" '
+    awk -v kind="$(case "$1" in *_lat) echo lat ;; *_mpps) echo mpps ;; *) echo bw ;; esac)" '
         /#bytes/ { hdr = 1; next }
         hdr && NF >= 5 && $1 ~ /^[0-9]+$/ {
-            v = lat ? $5 : $5 * $1 * 8 / 1000
-            if ((lat ? $5 : $5) !~ /^[0-9.]+$/ || v <= 0) { print "bad result row: " $0; exit 1 }
-            printf(lat ? "%.2f\n" : "%.6f\n", v); found = 1; exit 0
+            v = kind == "bw" ? $5 * $1 * 8 / 1000 : $5
+            if ($5 !~ /^[0-9.]+$/ || v <= 0) { print "bad result row: " $0; exit 1 }
+            printf(kind == "lat" ? "%.2f\n" : "%.6f\n", v); found = 1; exit 0
         }
         END { if (!found) exit 1 }' "$2"
 }
@@ -79,25 +116,60 @@ value() {
 # show OUTFILE LABEL: the last lines of a perftest's output, prefixed.
 show() { tail -n 25 "$1" | sed "s/^/  $2| /"; }
 
+# idle_qps_start DEV GID N: N idle RC QPs on DEV in the background (IDLE_PID), waiting
+# until they are up; idle_qps_stop ends them.
+IDLE_PID=
+idle_qps_start() {
+    rrxe_idle_qps -d "$1" -g "$2" -n "$3" > /tmp/idle-qps.out 2>&1 &
+    IDLE_PID=$!
+    wait_for 120 grep -q '^ready' /tmp/idle-qps.out || { cat /tmp/idle-qps.out; return 1; }
+}
+idle_qps_stop() {
+    [ -n "$IDLE_PID" ] || return 0
+    kill "$IDLE_PID" 2>/dev/null; wait "$IDLE_PID" 2>/dev/null; IDLE_PID=
+}
+
 # run_one ROUND DRIVER DEV GID TEST: one perftest, server and client, recorded.
 run_one() {
-    local round=$1 drv=$2 dev=$3 gid=$4 t=$5 a srv crc=0 src=0 out reason= v n t0 t1
+    local round=$1 drv=$2 dev=$3 gid=$4 t=$5 a b srv crc=0 src=0 out reason= v n t0 t1
     a=$(args "$t") || { record "$round" "$drv" "$t" FAILED "unknown perftest $t"; return; }
+    b=$(bin "$t")
+    if [ "$t" = ib_send_idle1k_lat ] && ! idle_qps_start "$dev" "$gid" 1000; then
+        idle_qps_stop
+        record "$round" "$drv" "$t" FAILED "could not create 1000 idle QPs"
+        return
+    fi
+    run_perftest "$round" "$drv" "$dev" "$gid" "$t" "$b" "$a"
+    idle_qps_stop
+}
+
+# run_perftest ROUND DRIVER DEV GID TEST BINARY ARGS: one perftest run, recorded.
+run_perftest() {
+    local round=$1 drv=$2 dev=$3 gid=$4 t=$5 b=$6 a=$7 srv crc=0 src=0 out reason= v n t0 t1
     if [ "$(grep -c "^BENCH-RUN [0-9]* $drv $t FAILED" "$RESULTS")" -ge $MAX_FAILS ]; then
         record "$round" "$drv" "$t" FAILED "skipped: failed $MAX_FAILS times already"
         return
     fi
     PORT=$((PORT + 1))
     out=/tmp/$t-$drv-r$round
-    log "round $round $drv: $t -d $dev -x $gid -F -p $PORT $a"
+    log "round $round $drv: $b -d $dev -x $gid -F -p $PORT $a"
     read -r t0 _ < /proc/uptime
     # shellcheck disable=SC2086  # $a is a word list
-    timeout $SERVER_TMO "$t" -d "$dev" -x "$gid" -F -p $PORT $a > "$out-server.out" 2>&1 &
+    timeout $SERVER_TMO "$b" -d "$dev" -x "$gid" -F -p $PORT $a > "$out-server.out" 2>&1 &
     srv=$!
     if wait_for 30 port_listening $PORT; then
-        # shellcheck disable=SC2086
-        timeout $CLIENT_TMO "$t" -d "$dev" -x "$gid" -F -p $PORT $a "$RRXE_IP4" > "$out-client.out" 2>&1
-        crc=$?
+        if [ "$PROFILE" = 1 ]; then
+            # shellcheck disable=SC2086
+            $PERF record -q -a -e cpu-clock -F 4000 -o "$out.perf" -- \
+                timeout $CLIENT_TMO "$b" -d "$dev" -x "$gid" -F -p $PORT $a "$RRXE_IP4" > "$out-client.out" 2>&1
+            crc=$?
+            profile "$drv" "$t" "$out.perf"
+            rm -f "$out.perf"
+        else
+            # shellcheck disable=SC2086
+            timeout $CLIENT_TMO "$b" -d "$dev" -x "$gid" -F -p $PORT $a "$RRXE_IP4" > "$out-client.out" 2>&1
+            crc=$?
+        fi
     else
         reason="server did not listen on TCP port $PORT within 30 s"
     fi
@@ -170,15 +242,7 @@ slot() {
 start=$(date +%s)
 echo "BENCH-CONFIG rounds=$ROUNDS tests=$(echo $TESTS | tr ' ' ',') lat_iters=$LAT_ITERS bw_iters=$BW_ITERS warmup=$WARMUP"
 echo "BENCH-CLOCK $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
-if [ "$WARMUP" = 1 ]; then
-    for drv in rxe rrxe; do slot 0 $drv; done
-fi
-r=1
-while [ $r -le "$ROUNDS" ]; do
-    if [ $((r % 2)) = 1 ]; then order="rxe rrxe"; else order="rrxe rxe"; fi
-    for drv in $order; do slot $r $drv; done
-    r=$((r + 1))
-done
+bench_rounds
 echo "BENCH-ELAPSED $(( $(date +%s) - start ))s"
 echo "BENCH-CLOCK $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
 sed 's/^BENCH-RUN /BENCH-FINAL /' "$RESULTS"
