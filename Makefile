@@ -14,7 +14,7 @@ export RRXE_OUT ?= $(REPO)/out
 KERNEL_VARIANT ?= normal
 export KERNEL_VARIANT
 
-.PHONY: all help setup kernel module initramfs run check bench shell host-test fmt clean
+.PHONY: all help setup kernel module install initramfs run check bench shell host-test fmt clean
 
 all: module
 
@@ -24,6 +24,8 @@ help:
 	@echo "make bench          perftest rrxe vs rxe in one guest: medians and ratios"
 	@echo "                    (BENCH_ARGS='--rounds 2 --tests ib_send_lat', see --help)"
 	@echo "make shell          interactive guest console with rrxe loaded"
+	@echo "make install        build rrxe.ko for the running kernel (or KDIR=...), install"
+	@echo "                    it in /lib/modules/KVER/extra and run depmod: modprobe rrxe"
 	@echo "make fmt            rustfmt every Rust file (kernel settings, .rustfmt.toml)"
 	@echo "make setup|kernel|module|initramfs   individual steps"
 	@echo "KERNEL_VARIANT=debug  use the KASAN/lockdep/kmemleak kernel"
@@ -39,6 +41,11 @@ module: setup
 
 initramfs: setup
 	tools/initramfs/build.sh
+
+# For the running kernel, or the Rust-enabled kernel build tree KDIR; into
+# INSTALL_MOD_PATH (default /). Then `modprobe rrxe` (Documentation/rrxe.rst).
+install:
+	tools/install.sh $(if $(KDIR),--kdir $(KDIR)) $(if $(INSTALL_MOD_PATH),--root $(INSTALL_MOD_PATH))
 
 # The module's crate root pulls in rust/rdma and rust/proto by path, so rustfmt
 # on it formats all of the module's Rust code.

@@ -47,6 +47,7 @@ if grep -q '^PASS setup' "$results"; then
     [ "${RRXE_SKIP_DEBUG:-0}" != 1 ] && [ "$variant" != debug ] && debug=1
     if step kernel tools/kernel/build.sh "$variant" \
         && step module-clippy tools/module.sh "$variant" CLIPPY=1 \
+        && step module-install tools/testing/install_check.sh "$variant" \
         && step verbs-program tools/testing/verbs/build.sh \
         && step initramfs tools/initramfs/build.sh; then
         if [ $debug = 1 ] && ! { step kernel-debug tools/kernel/build.sh debug \

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Build rrxe.ko out of tree against the cached test kernel of one variant.
-# usage: tools/module.sh [normal|debug] [extra make args, e.g. CLIPPY=1]
+# Build rrxe.ko out of tree against the cached test kernel of one variant, or
+# against any Rust-enabled kernel build tree named by RRXE_KDIR (variant
+# "custom"; tools/install.sh uses it for the running kernel).
+# usage: tools/module.sh [normal|debug|custom] [extra make args, e.g. CLIPPY=1]
 # Prints the path of the built module. Each variant builds in its own copy of
 # the sources under $RRXE_OUT/module/VARIANT, because the generated RDMA
 # bindings depend on the kernel configuration (lockdep, KASAN change layouts).
@@ -11,7 +13,12 @@ variant=${1:-normal}; shift || true
 export RRXE_OUT=${RRXE_OUT:-$repo/out}
 export PATH="$HOME/.cargo/bin:$PATH"
 export LIBCLANG_PATH=/usr/lib/llvm-19/lib
-kdir=$("$repo/tools/kernel/build.sh" "$variant")
+if [ "$variant" = custom ]; then
+    kdir=${RRXE_KDIR:?variant custom needs RRXE_KDIR, a kernel build tree}
+    [ -f "$kdir/Makefile" ] || { echo "module: $kdir is not a kernel build tree" >&2; exit 1; }
+else
+    kdir=$("$repo/tools/kernel/build.sh" "$variant")
+fi
 build="$RRXE_OUT/module/$variant"
 mkdir -p "$build"
 # Only the module's sources; build products stay in $build between runs.
@@ -23,10 +30,16 @@ rsync -a --delete --exclude generated/ --exclude '*.o' --exclude '*.ko' --exclud
     "$repo/" "$build/"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+# The kernel's own compiler: LLVM for a clang-built kernel (the test kernels).
+llvm=()
+grep -q '^CONFIG_CC_IS_CLANG=y' "$kdir/include/config/auto.conf" 2>/dev/null && llvm=(LLVM=-19)
+kmake() {
+    make -C "$kdir" M="$build" ${llvm[@]+"${llvm[@]}"} RUSTC=/usr/bin/rustc \
+        RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library BINDGEN=bindgen \
+        CLIPPY_DRIVER=/usr/bin/clippy-driver "$@"
+}
 set +e
-make -C "$kdir" M="$build" LLVM=-19 RUSTC=/usr/bin/rustc \
-    RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library BINDGEN=bindgen CLIPPY_DRIVER=/usr/bin/clippy-driver \
-    -j"$(nproc)" "$@" modules > "$log" 2>&1
+kmake -j"$(nproc)" "$@" modules > "$log" 2>&1
 rc=$?
 set -e
 # Show paths relative to the repo, not the build copy.
@@ -36,5 +49,12 @@ if grep -qE '^(warning|error)(\[|:)' "$log"; then
     echo "module: build printed warnings (the kernel's lints must stay clean):" >&2
     grep -E '^(warning|error)(\[|:)' "$log" | sort | uniq -c >&2
     exit 1
+fi
+# RRXE_INSTALL_ROOT (tools/install.sh): kbuild's modules_install into
+# ROOT/lib/modules/KVER/extra, then depmod over ROOT ("/" for this system).
+if [ -n "${RRXE_INSTALL_ROOT:-}" ]; then
+    root=${RRXE_INSTALL_ROOT%/}
+    kmake INSTALL_MOD_DIR=extra ${root:+INSTALL_MOD_PATH="$root"} modules_install >&2 \
+        || { echo "module: modules_install failed" >&2; exit 1; }
 fi
 echo "$build/drivers/infiniband/sw/rrxe/rrxe.ko"

@@ -23,7 +23,7 @@ die() { printf 'initramfs: ERROR: %s\n' "$*" >&2; exit 1; }
 PKGS=(ibverbs-utils rdmacm-utils perftest libibverbs1 librdmacm1 ibverbs-providers rdma-core
       libnl-3-200 libnl-route-3-200 libibumad3 libpci3 iproute2
       libmnl0 libelf1 libbpf1 libcap2 libxtables12 libbsd0 libmd0 libdb5.3 libtirpc3
-      libgssapi-krb5-2)
+      libgssapi-krb5-2 kmod)
 # Copied from the host rather than from .debs: they must match the host's ldd/loader.
 HOST_PKGS=(libc6 libgcc-s1 busybox-static)
 

@@ -11,6 +11,8 @@
 #   each --tests DIR's *.sh         -> /rrxe/tests/        (e.g. tools/testing/selftest)
 #   rrxe.ko (--ko, default: tools/module.sh's build for the kernel's variant) -> /rrxe/rrxe.ko
 #   $KDIR/modinstall/lib/modules/*  -> /lib/modules/       (modprobe rdma_rxe)
+#   rrxe.ko again, installed as `make install` does: /lib/modules/KVER/extra/drivers/
+#                                      infiniband/sw/rrxe/rrxe.ko, then depmod (modprobe rrxe)
 #   $RRXE_OUT/guest-bin/*           -> /rrxe/bin/          (first on PATH)
 #   each --add SRC=/PATH            -> /PATH               (not under /lib, /bin: use /usr/...)
 # Directory entries are written under usr/ only: a "lib" directory entry would replace
@@ -73,6 +75,13 @@ if [ -n "$kdir" ]; then
         cp -a "$kdir/modinstall/lib/modules/." "$work/usr/lib/modules/"
         # Build-tree links are useless in the guest.
         find "$work/usr/lib/modules" -maxdepth 2 \( -name build -o -name source \) -type l -delete
+        # rrxe.ko where `make install` puts it (tools/install.sh: kbuild's
+        # modules_install, INSTALL_MOD_DIR=extra), and depmod's index of it.
+        kver=$(cat "$kdir/include/config/kernel.release")
+        if [ -n "$ko" ] && [ -d "$work/usr/lib/modules/$kver" ]; then
+            install -D -m 0644 "$ko" "$work/usr/lib/modules/$kver/extra/drivers/infiniband/sw/rrxe/rrxe.ko"
+            depmod -b "$work/usr" "$kver" || die "depmod failed for $kver"
+        fi
     else
         log "warning: $kdir/modinstall/lib/modules missing: modprobe will not find rdma_rxe"
     fi

@@ -11,6 +11,11 @@ RRXE_NETDEV=${RRXE_NETDEV:-eth0}
 # shell): ip and tc must be iproute2's, called by path.
 ip() { /usr/bin/ip "$@"; }
 tc() { /usr/sbin/tc "$@"; }
+# kmod's module tools, as on a Debian system (busybox's applets differ).
+modprobe() { /usr/sbin/modprobe "$@"; }
+insmod() { /usr/sbin/insmod "$@"; }
+rmmod() { /usr/sbin/rmmod "$@"; }
+lsmod() { /usr/sbin/lsmod "$@"; }
 
 log() { echo "[$RRXE_TEST/$RRXE_ROLE] $*"; }
 
@@ -76,9 +81,9 @@ load_rxe() {
 load_rrxe() {
     local dev=${1:-rrxe0}
     [ -f /rrxe/rrxe.ko ] || fail "/rrxe/rrxe.ko is not in this initramfs (module not built?)"
-    # rrxe's UDP tunnel sockets (insmod does not resolve dependencies).
-    run modprobe -a udp_tunnel ip6_udp_tunnel
-    run insmod /rrxe/rrxe.ko
+    # Installed and indexed as `make install` does (tools/initramfs/extra.sh):
+    # modprobe loads udp_tunnel and ip6_udp_tunnel first.
+    run modprobe rrxe
     run rdma link add "$dev" type rrxe netdev "$RRXE_NETDEV"
     wait_for 20 rdma_dev_ready "$dev" || fail "$dev port 1 not ACTIVE"
     RRXE_DEV=$dev
