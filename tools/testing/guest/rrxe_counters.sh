@@ -1,0 +1,53 @@
+#!/bin/sh
+# Port counters through `rdma statistic` (iproute2, netlink), as a user reads them:
+# every one of upstream rxe's counter names is there, and 200 RC SENDs on rrxe0
+# (ibv_rc_pingpong, both ends on this device) move sent_pkts, rcvd_pkts,
+# rdma_sends and rdma_recvs by at least 200 each and sent_bytes by at least
+# 200 * 4096 bytes, with no error counter moving; the same values appear in sysfs.
+# topology: single
+# timeout: 180
+. "$RRXE_LIB"
+
+load_rrxe rrxe0
+gid=$(gid_index rrxe0 ipv4) || fail "no RoCE v2 IPv4 GID"
+
+# counter NAME FILE: the value of NAME in `rdma statistic show link` output.
+counter() {
+    awk -v n="$1" '{ for (i = 1; i < NF; i++) if ($i == n) { print $(i + 1); f = 1; exit } }
+        END { exit !f }' "$2"
+}
+rdma statistic show link rrxe0/1 > /tmp/stat0.out || fail "rdma statistic show link rrxe0/1 failed"
+log "before: $(cat /tmp/stat0.out)"
+for n in sent_pkts rcvd_pkts duplicate_request out_of_seq_request rcvd_rnr_err \
+        send_rnr_err rcvd_seq_err ack_deferred retry_exceeded_err retry_rnr_exceeded_err \
+        completer_retry_err send_err link_downed rdma_sends rdma_recvs sent_bytes rcvd_bytes \
+        rcvd_icrc_err rcvd_hdr_err rcvd_no_qp; do
+    counter $n /tmp/stat0.out > /dev/null || fail "rdma statistic shows no counter $n"
+done
+
+server_client rc timeout 60 ibv_rc_pingpong -d rrxe0 -g "$gid" -n 100 -s 4096
+rdma statistic show link rrxe0/1 > /tmp/stat1.out || fail "rdma statistic failed after the traffic"
+log "after:  $(cat /tmp/stat1.out)"
+
+# grew NAME MIN: NAME went up by at least MIN.
+grew() {
+    local a b
+    a=$(counter "$1" /tmp/stat0.out); b=$(counter "$1" /tmp/stat1.out)
+    [ $((b - a)) -ge "$2" ] || fail "$1 went from $a to $b, expected at least +$2"
+    log "$1: +$((b - a))"
+}
+# Each of the 100 iterations is a SEND each way: 200 messages on this device.
+grew sent_pkts 200
+grew rcvd_pkts 200
+grew rdma_sends 200
+grew rdma_recvs 200
+grew sent_bytes $((200 * 4096))
+grew rcvd_bytes $((200 * 4096))
+for n in retry_exceeded_err retry_rnr_exceeded_err send_err rcvd_icrc_err rcvd_hdr_err; do
+    [ "$(counter $n /tmp/stat1.out)" = "$(counter $n /tmp/stat0.out)" ] || fail "$n moved"
+done
+# sysfs reads the same counters (they only grow; nothing runs now).
+v=$(counter rdma_sends /tmp/stat1.out)
+s=$(cat /sys/class/infiniband/rrxe0/ports/1/hw_counters/rdma_sends)
+[ "$s" = "$v" ] || fail "sysfs rdma_sends $s, rdma statistic $v"
+log "counters ok"
