@@ -63,6 +63,14 @@ impl NetDevice {
         unsafe { (*self.as_raw()).ifindex }
     }
 
+    /// The device the net device hangs off in the device model (a PCI or
+    /// virtio function), NULL for a virtual one (veth, VLAN, loopback).
+    pub fn parent_device(&self) -> *mut b::device {
+        // SAFETY: By the invariant the device is alive; its parent is set
+        // before registration and does not change while it is registered.
+        unsafe { (*self.as_raw()).dev.parent }
+    }
+
     /// The network namespace the device is in (for route lookups and
     /// output; valid while the device is).
     pub(crate) fn net(&self) -> *mut b::net {

@@ -116,6 +116,13 @@ impl<T: Driver> Device<T> {
         OpsTable::<T>::install(dev);
         dev.phys_port_cnt = 1;
         dev.num_comp_vectors = 1;
+        // Under the net device's own parent, as a NIC's RDMA function is:
+        // `/sys/class/infiniband/NAME/device/net/` names the net device, which
+        // is where rdma-core and rdma_cm tools look for it. The device model
+        // holds a reference to the parent while `ib` is registered.
+        // (`dev` is in an anonymous union with `coredev`, whose first member
+        // it is.)
+        dev.__bindgen_anon_1.dev.parent = netdev.parent_device();
         setup(&mut DeviceSetup { dev });
 
         // SAFETY: `ib` is a valid device and `netdev` a live net device; ib_core

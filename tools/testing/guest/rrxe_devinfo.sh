@@ -1,7 +1,9 @@
 #!/bin/sh
 # rrxe registers a RoCE v2 device that stock rdma-core lists and opens:
 # ibv_devices shows rrxe0, ibv_devinfo -v shows an active Ethernet port with the
-# netdev's MTU and RoCE v2 GIDs for the guest's IPv4 and IPv6 addresses.
+# netdev's MTU and RoCE v2 GIDs for the guest's IPv4 and IPv6 addresses. The
+# device sits under eth0's parent (the virtio function), so
+# /sys/class/infiniband/rrxe0/device/net/ names eth0, as for a NIC.
 # topology: single
 # timeout: 120
 . "$RRXE_LIB"
@@ -26,6 +28,13 @@ expect 'atomic_cap:[[:space:]]+ATOMIC_HCA \(1\)'
 expect 'GID\[ *[0-9]+\]:[[:space:]]+::ffff:192\.0\.2\.1, RoCE v2'
 expect 'GID\[ *[0-9]+\]:[[:space:]]+2001:db8::1, RoCE v2'
 expect 'GID\[ *[0-9]+\]:[[:space:]]+fe80::[0-9a-f:]+, RoCE v2'
+
+# In the device model next to its net device.
+[ -e /sys/class/infiniband/rrxe0/device/net/"$RRXE_NETDEV" ] \
+    || fail "/sys/class/infiniband/rrxe0/device/net/$RRXE_NETDEV does not exist"
+[ "$(readlink -f /sys/class/infiniband/rrxe0/device)" = "$(readlink -f /sys/class/net/"$RRXE_NETDEV"/device)" ] \
+    || fail "rrxe0's parent is not $RRXE_NETDEV's"
+log "rrxe0/device: $(readlink -f /sys/class/infiniband/rrxe0/device)"
 
 # The MTU follows the net device.
 run ip link set "$RRXE_NETDEV" mtu 4200
