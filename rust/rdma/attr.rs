@@ -53,3 +53,12 @@ pub fn ib_mtu_for(bytes: u32) -> Option<u32> {
         _ => return None,
     })
 }
+
+/// The UDP source port of a RoCE v2 flow, in 0xC000..=0xFFFF, from the GRH
+/// flow label, or from the local and remote QP numbers when the flow label is
+/// 0: ib_core's `rdma_get_udp_sport`, as RoCE NICs pick it, so ECMP spreads
+/// flows the way a flow label asks.
+pub fn roce_udp_sport(flow_label: u32, lqpn: u32, rqpn: u32) -> u16 {
+    // SAFETY: A pure function of its arguments.
+    unsafe { b::rrxe_rdma_get_udp_sport(flow_label, lqpn, rqpn) }
+}

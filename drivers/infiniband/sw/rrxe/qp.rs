@@ -487,8 +487,7 @@ impl Qp {
         let qpn = self.core.info.qpn;
         let dest = a.dest_qp_num & 0x00ff_ffff;
         let grh = &a.ah_attr.grh;
-        // RoCE v2 source port: entropy from the QP numbers, in 0xC000..=0xFFFF.
-        let sport = 0xc000 | ((qpn ^ dest ^ (qpn >> 14)) & 0x3fff) as u16;
+        let sport = crate::rdma::attr::roce_udp_sport(grh.flow_label, qpn, dest);
         let to = AhInfo {
             sgid: st.sgid,
             // SAFETY: `raw` is the plain-bytes view of the GID union.

@@ -23,6 +23,11 @@ bool rrxe_ib_device_try_get(struct ib_device *dev)
 	return ib_device_try_get(dev);
 }
 
+u16 rrxe_rdma_get_udp_sport(u32 fl, u32 lqpn, u32 rqpn)
+{
+	return rdma_get_udp_sport(fl, lqpn, rqpn);
+}
+
 struct net_device *rrxe_netdev_notifier_info_to_dev(void *info)
 {
 	return netdev_notifier_info_to_dev(info);

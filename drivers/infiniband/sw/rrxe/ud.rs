@@ -243,8 +243,7 @@ fn send_one(
     if len > port_mtu(dp) {
         return Ok(());
     }
-    // RoCE v2 source port: entropy from the QP numbers, in 0xC000..=0xFFFF.
-    let sport = 0xc000 | ((qp.info.qpn ^ w.remote_qpn) & 0x3fff) as u16;
+    let sport = crate::rdma::attr::roce_udp_sport(info.flow_label, qp.info.qpn, w.remote_qpn);
     let path = Path::new(dp, &info, sport, false).map_err(|_| op_err)?;
     let qkey = if w.remote_qkey & 0x8000_0000 != 0 {
         qp.qkey
