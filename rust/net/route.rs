@@ -18,6 +18,7 @@
 
 use super::{netdev::NetDevice, skb::SkBuff};
 use crate::bindings as b;
+use crate::sync::bh;
 use core::ptr::NonNull;
 use kernel::{error::from_err_ptr, prelude::*, types::Opaque};
 
@@ -201,6 +202,10 @@ pub fn send(
         net: netdev.net(),
         oif: netdev.ifindex(),
     };
+    // The route cache's per-CPU slots are shared with softirq context, so
+    // doorbells and work items use them with softirqs disabled, as the
+    // receive path (a softirq) does anyway.
+    let _bh = bh::disable();
     match (ep.src, ep.dst) {
         (IpAddr::V4(src), IpAddr::V4(dst)) => out.v4(skb, src, dst, ep.tclass),
         (IpAddr::V6(src), IpAddr::V6(dst)) => out.v6(skb, src, dst),

@@ -4,8 +4,10 @@
 //! kernel crate: data that one context at a time works on ([`serial`]), a
 //! workqueue the module owns ([`workqueue`]), a table of reference-counted
 //! objects that softirq context can look up ([`table`]), and module-wide
-//! objects set up at load and torn down at unload ([`global`]).
+//! objects set up at load and torn down at unload ([`global`]), and
+//! sections run with softirqs disabled ([`bh`]).
 
+pub mod bh;
 pub mod global;
 pub mod serial;
 pub mod table;

@@ -81,3 +81,5 @@ unsigned int rrxe_skb_queue_len(const struct sk_buff_head *head);
 void rrxe_skb_prepare_output(struct sk_buff *skb, struct dst_entry *dst, bool ipv6);
 struct net *rrxe_dev_net(const struct net_device *ndev);
 int rrxe_dst_cache_init(struct dst_cache *cache);
+void rrxe_local_bh_disable(void);
+void rrxe_local_bh_enable(void);

@@ -3,6 +3,7 @@
  * C shims for rrxe: static inline functions and macros of the RDMA and
  * networking headers that Rust cannot call through bindgen.
  */
+#include <linux/bottom_half.h>
 #include <linux/highmem.h>
 #include <linux/inetdevice.h>
 #include <linux/skbuff.h>
@@ -306,4 +307,14 @@ struct net *rrxe_dev_net(const struct net_device *ndev)
 int rrxe_dst_cache_init(struct dst_cache *cache)
 {
 	return dst_cache_init(cache, GFP_KERNEL);
+}
+
+void rrxe_local_bh_disable(void)
+{
+	local_bh_disable();
+}
+
+void rrxe_local_bh_enable(void)
+{
+	local_bh_enable();
 }
