@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* rrxe_wirefuzz: the packet generator and its thread (fuzz.c). */
+#ifndef RRXE_WIREFUZZ_FUZZ_H
+#define RRXE_WIREFUZZ_FUZZ_H
+
+#include "wirefuzz.h"
+
+enum cls {
+	C_RANDOM, C_TRUNCATED, C_LENGTH, C_OVERSIZED, C_OPCODE, C_RKEY, C_PSN, C_KILL,
+	C_RESPONSE, C_UD, C_QPN, C_BAD_ICRC, C_BITFLIP, C_IP, C_CNP, C_SEQUENCE, NCLS
+};
+
+extern const char *const class_name[NCLS];
+
+struct fuzz_opts {
+	uint64_t count;		/* packets to send */
+	double rate;		/* packets per second, 0: as fast as possible */
+	int kill_den;		/* one packet in kill_den tries to fail the live pair */
+	FILE *log;		/* -L: every packet sent, as hex */
+	volatile int stop;
+};
+
+struct fuzz_stats {
+	volatile uint64_t sent;
+	uint64_t per_class[NCLS];
+	uint64_t rejected;	/* generated, unsafe for the live pair, not sent */
+	uint64_t kills;		/* sent inside a live window */
+	uint64_t send_retries, send_errors;
+	uint64_t own_wc, own_wc_ok, recycled;
+	double seconds;
+	volatile int done;
+};
+
+extern struct fuzz_opts g_fopts;
+extern struct fuzz_stats g_fstats;
+
+void fuzz_setup(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index, uint64_t seed);
+void *fuzz_thread(void *arg);
+void *replay_thread(void *arg);
+void fuzz_dump_recent(FILE *f);
+int safe_for_live(const uint8_t *b, size_t len, int bad_icrc, const struct live_view *v,
+		  int *kill);
+
+#endif
