@@ -4,13 +4,14 @@
  * device, through the stock libibverbs and librxe, plus malformed uverbs
  * commands sent straight to the device (raw.c).
  *
- * usage: rrxe_verbsfuzz [-d DEV] [-s SEED] [-n CALLS] [-v]
+ * usage: rrxe_verbsfuzz [-d DEV] [-s SEED] [-n CALLS] [-t SECONDS] [-v]
  *
  *   -d DEV    device (default: the first one)
  *   -s SEED   PRNG seed (default: from the clock; always printed). The calls
  *             depend only on the seed and on what the device returns, so
  *             the same seed on a fresh boot replays the same sequence.
  *   -n CALLS  calls to make (default 100000)
+ *   -t SECONDS  stop after SECONDS even if fewer than CALLS were made
  *   -v        print every call and its result
  *
  * Calls: PDs, MRs (addresses inside, across and outside mappings, read-only
@@ -1335,17 +1336,18 @@ int main(int argc, char **argv)
 {
 	struct ibv_device **list;
 	int n, opt, have_seed = 0;
-	double t0, last;
+	double t0, last, limit = 0;
 
-	while ((opt = getopt(argc, argv, "d:s:n:vh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:s:n:t:vh")) != -1) {
 		switch (opt) {
 		case 'd': g_dev_name = optarg; break;
 		case 's': g_seed = strtoull(optarg, NULL, 0); have_seed = 1; break;
 		case 'n': g_count = strtoull(optarg, NULL, 0); break;
+		case 't': limit = atof(optarg); break;
 		case 'v': g_verbose = 1; break;
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
-				"usage: rrxe_verbsfuzz [-d DEV] [-s SEED] [-n CALLS] [-v]\n");
+				"usage: rrxe_verbsfuzz [-d DEV] [-s SEED] [-n CALLS] [-t SECONDS] [-v]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -1387,6 +1389,12 @@ int main(int argc, char **argv)
 	t0 = last = now_s();
 	for (g_calls = 0; g_calls < g_count; g_calls++) {
 		one_call();
+		if (limit > 0 && !(g_calls % 64) && now_s() - t0 > limit) {
+			printf("stopped by -t %g after %" PRIu64 " of %" PRIu64 " calls (the same "
+			       "calls: rrxe_verbsfuzz -d %s -s %" PRIu64 " -n %" PRIu64 ")\n", limit,
+			       g_calls, g_count, g_dev_name, g_seed, g_calls);
+			break;
+		}
 		if (now_s() - last >= 10) {
 			last = now_s();
 			printf("[%5.0fs] %" PRIu64 " calls (%.0f/s)\n", last - t0, g_calls,

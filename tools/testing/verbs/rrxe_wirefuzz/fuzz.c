@@ -968,6 +968,26 @@ static int c_sequence(void)
 	return n;
 }
 
+/*
+ * Self-test (-U): a valid RDMA WRITE into A's own MR at the PSN A's responder
+ * expects (B never sends requests, so it is exactly b_sq). A correct device
+ * executes it; the live traffic's comparison of A's buffer must then fail.
+ */
+static void c_unsafe(struct pkt *p)
+{
+	const struct mr_view *m = &Z.snap.mr[0];
+	struct hdrs h;
+
+	base_hdrs(&h, OP_RC_WRITE_ONLY, T_A, Z.snap.b_sq);
+	h.pkey = 0xffff;
+	h.tver = 0;
+	h.fb = 0;
+	h.rkey = m->rkey;
+	h.dlen = 64;
+	h.va = m->addr + 8 * rng_below(&Z.rng, (m->len - 64) / 8);
+	build(p, &h, 64);
+}
+
 static int pick_class(void)
 {
 	static const unsigned char w[NCLS] = {
@@ -1083,11 +1103,14 @@ void fuzz_dump_recent(FILE *f)
 	for (uint64_t i = ring_n > RING ? ring_n - RING : 0; i < ring_n; i++) {
 		const struct pkt *p = &ring[i % RING].p;
 
-		fprintf(f, "  %llu %s%s%s ", (unsigned long long)ring[i % RING].seq,
-			ring[i % RING].cls >= 0 ? class_name[ring[i % RING].cls] : "replay",
-			p->frag ? " (as 2 fragments)" : "", p->bad_icrc ? " (bad ICRC)" : "");
-		pkt_hex(f, p);
-		fputc('\n', f);
+		fprintf(f, "  %llu %s%s%s %zu bytes: ", (unsigned long long)ring[i % RING].seq,
+			ring[i % RING].cls >= 0 ? class_name[ring[i % RING].cls] :
+			ring[i % RING].cls == -2 ? "UNSAFE (-U)" : "replay",
+			p->frag ? " (as 2 fragments)" : "", p->bad_icrc ? " (bad ICRC)" : "", p->len);
+		/* headers and some payload; -L logs whole packets */
+		for (size_t k = 0; k < p->len && k < 160; k++)
+			fprintf(f, "%02x", p->b[k]);
+		fputs(p->len > 160 ? "...\n" : "\n", f);
 	}
 	pthread_mutex_unlock(&ring_lock);
 }
@@ -1170,12 +1193,24 @@ void *fuzz_thread(void *arg)
 	while (g_fstats.sent < g_fopts.count && !g_fopts.stop) {
 		int c = pick_class(), n, tries = 0;
 
+		if (g_fopts.seconds > 0 && !(g_fstats.sent % 256) && now_s() - t0 > g_fopts.seconds) {
+			g_fstats.time_limited = 1;
+			break;
+		}
+
 		if (!(g_fstats.sent % 64))
 			housekeeping();
 		if (!(g_fstats.sent % 97) && state_of(Z.v.qp) == IBV_QPS_RTS)
 			v_traffic();
 		pthread_mutex_lock(&g_live.lock);
 		Z.snap = g_live;
+		if (g_fopts.unsafe && Z.snap.qpn_a && rng_chance(&Z.rng, 1, 500)) {
+			c_unsafe(&Z.pk[0]);
+			remember(-2, &Z.pk[0]);
+			send_pkt(&Z.pk[0]);
+			pthread_mutex_unlock(&g_live.lock);
+			continue;
+		}
 		for (;;) {
 			int unsafe = 0;
 

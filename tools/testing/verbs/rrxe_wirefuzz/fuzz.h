@@ -15,8 +15,10 @@ extern const char *const class_name[NCLS];
 struct fuzz_opts {
 	uint64_t count;		/* packets to send */
 	double rate;		/* packets per second, 0: as fast as possible */
+	double seconds;		/* stop sending after this long (0: no limit) */
 	int kill_den;		/* one packet in kill_den tries to fail the live pair */
 	FILE *log;		/* -L: every packet sent, as hex */
+	int unsafe;		/* -U: self-test, also send valid requests into live memory */
 	volatile int stop;
 };
 
@@ -28,6 +30,7 @@ struct fuzz_stats {
 	uint64_t send_retries, send_errors;
 	uint64_t own_wc, own_wc_ok, recycled;
 	double seconds;
+	int time_limited;	/* stopped by -t before -n packets */
 	volatile int done;
 };
 

@@ -11,7 +11,7 @@
  * without touching memory; the device's own fuzz targets get anything.
  *
  * usage: rrxe_wirefuzz [-d DEV] [-g GID_INDEX] [-s SEED] [-n PACKETS] [-r RATE]
- *                      [-k N] [-T SECONDS] [-P SECONDS] [-K] [-L FILE] [-R FILE] [-v]
+ *                      [-t SECONDS] [-k N] [-T SECONDS] [-P SECONDS] [-K] [-L FILE] [-R FILE] [-U] [-v]
  *        rrxe_wirefuzz -X FILE...
  *
  *   -d DEV      device (default: the first one)
@@ -19,6 +19,7 @@
  *   -s SEED     PRNG seed (default: from the clock; always printed)
  *   -n PACKETS  packets to send (default 100000)
  *   -r RATE     at most RATE packets per second (default: no limit)
+ *   -t SECONDS  stop sending after SECONDS even if fewer than PACKETS went out
  *   -k N        about one packet in N is an invalid request inside the live
  *               pair's PSN window, which fails the pair (default 2000; 0: never)
  *   -T SECONDS  longest wait for the completions of one batch (default 30)
@@ -27,6 +28,8 @@
  *   -L FILE     write every packet sent to FILE (sequence, class, hex)
  *   -R FILE     send the packets of FILE (hex, last word of each line) instead
  *               of generated ones, with the same live traffic (same -s)
+ *   -U          self-test of the checks: now and then also send a valid RDMA
+ *               WRITE into the live memory, which must make the run fail
  *   -X FILE...  check the ICRC of captured packets (hex files) and exit
  *   -v          verbose
  *
@@ -209,7 +212,7 @@ static int read_counter(const char *dev, const char *name, uint64_t *v)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: rrxe_wirefuzz [-d DEV] [-g GID_INDEX] [-s SEED] [-n PACKETS] [-r RATE]\n"
-		   "                     [-k N] [-T SECONDS] [-P SECONDS] [-K] [-L FILE] [-R FILE] [-v]\n"
+		   "                     [-t SECONDS] [-k N] [-T SECONDS] [-P SECONDS] [-K] [-L FILE] [-R FILE] [-U] [-v]\n"
 		   "       rrxe_wirefuzz -X FILE...\n");
 }
 
@@ -245,19 +248,21 @@ int main(int argc, char **argv)
 
 	g_fopts.count = 100000;
 	g_fopts.kill_den = 2000;
-	while ((opt = getopt(argc, argv, "d:g:s:n:r:k:T:P:KL:R:Xvh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:s:n:r:t:k:T:P:KL:R:UXvh")) != -1) {
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
 		case 'g': gid_arg = atoi(optarg); break;
 		case 's': g_seed = strtoull(optarg, NULL, 0); have_seed = 1; break;
 		case 'n': g_fopts.count = strtoull(optarg, NULL, 0); break;
 		case 'r': g_fopts.rate = atof(optarg); break;
+		case 't': g_fopts.seconds = atof(optarg); break;
 		case 'k': g_fopts.kill_den = atoi(optarg); break;
 		case 'T': g_op_timeout = atof(optarg); break;
 		case 'P': g_progress = atof(optarg); break;
 		case 'K': g_no_counters = 1; break;
 		case 'L': log_path = optarg; break;
 		case 'R': replay_path = optarg; break;
+		case 'U': g_fopts.unsafe = 1; break;
 		case 'X': fixtures = 1; break;
 		case 'v': g_verbose = 1; break;
 		case 'h': usage(stdout); return 0;
@@ -295,10 +300,14 @@ int main(int argc, char **argv)
 		     dev_name, g_seed, g_fopts.count);
 	if (g_fopts.rate > 0)
 		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -r %g", g_fopts.rate);
+	if (g_fopts.seconds > 0)
+		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -t %g", g_fopts.seconds);
 	if (g_fopts.kill_den != 2000)
 		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -k %d", g_fopts.kill_den);
 	if (g_no_counters)
 		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -K");
+	if (g_fopts.unsafe)
+		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -U");
 	if (replay_path)
 		snprintf(g_replay + n, sizeof(g_replay) - n, " -R %s", replay_path);
 	printf("rrxe_wirefuzz: seed %" PRIu64 "\nreplay: %s\n", g_seed, g_replay);
@@ -370,6 +379,9 @@ int main(int argc, char **argv)
 		fclose(g_fopts.log);
 	status_line(t0);
 
+	if (g_fstats.time_limited)
+		printf("fuzz: stopped by -t %g after %" PRIu64 " of %" PRIu64 " packets\n",
+		       g_fopts.seconds, (uint64_t)g_fstats.sent, g_fopts.count);
 	printf("fuzz: %" PRIu64 " packets in %.1f s (%.0f/s), %" PRIu64
 	       " generated ones unsafe for the live pair and not sent, %" PRIu64
 	       " inside its window, %" PRIu64 " send retries, %" PRIu64 " send errors\n",
