@@ -242,6 +242,7 @@ static struct {
 	struct ibv_device_attr attr;
 	struct ibv_pd *pd[NPD];
 	struct ibv_mr *mr[NMR];
+	uint64_t mr_iova[NMR];	/* the address WRs name byte 0 of mr[i] by */
 	struct ibv_cq *cq[NCQ];
 	struct ibv_qp *qp[NQP];
 	struct ibv_srq *srq[NSRQ];
@@ -427,14 +428,18 @@ static void v_reg_mr(int iova)
 	if (!pd || i < 0)
 		return;
 	if (iova) {
-		switch (below(6)) {
+		switch (below(7)) {
 		case 0: va = 0; break;
 		case 1: va = UINT64_MAX - below(4096); break;
-		case 2: va = UINT64_MAX - len + 1; break;
-		case 3: va = (1ull << 63) - below(2); break;
-		case 4: va = addr + 1 + below(4095); break;
+		case 2: va = UINT64_MAX - len + 1; break;	/* ends at 2^64 */
+		case 3: va = UINT64_MAX - len + 1 - 4096 * below(4); break;
+		case 4: va = (1ull << 63) - 4096 * below(2); break;
+		case 5: va = addr + 1 + below(4095); break;
 		default: va = rnd(); break;
 		}
+		/* ib_core wants the iova in the same place of its page as the address */
+		if (!one_in(5))
+			va = (va & ~0xfffull) | (addr & 0xfff);
 		snprintf(g_last, sizeof(g_last), "ibv_reg_mr_iova(%#llx, %#llx, iova %#llx, access %#x)",
 			 (unsigned long long)addr, (unsigned long long)len, (unsigned long long)va,
 			 acc);
@@ -447,6 +452,7 @@ static void v_reg_mr(int iova)
 		record(C_reg_mr, mr ? 0 : errno);
 	}
 	V.mr[i] = mr;
+	V.mr_iova[i] = va;
 }
 
 static void v_dereg_mr(void)
@@ -914,11 +920,27 @@ static void v_destroy_channel(void)
 
 /* ---- data path ---- */
 
+/* A random MR and the address WRs name its byte 0 by. */
+static struct ibv_mr *any_mr(uint64_t *base)
+{
+	int start = below(NMR);
+
+	for (int k = 0; k < NMR; k++) {
+		int i = (start + k) % NMR;
+
+		if (V.mr[i]) {
+			*base = V.mr_iova[i];
+			return V.mr[i];
+		}
+	}
+	return NULL;
+}
+
 static void random_sges(struct ibv_sge *sge, int n, int inline_data)
 {
 	for (int i = 0; i < n; i++) {
-		struct ibv_mr *mr = ANY(V.mr);
-		uint64_t len;
+		uint64_t base = 0, len;
+		struct ibv_mr *mr = any_mr(&base);
 
 		if (inline_data) {
 			/* librxe copies inline data itself: readable, bounded lengths */
@@ -927,10 +949,10 @@ static void random_sges(struct ibv_sge *sge, int n, int inline_data)
 			sge[i].lkey = rnd();
 			continue;
 		}
-		if (mr && !one_in(4) && mr->length && mr->addr) {
+		if (mr && !one_in(4) && mr->length) {
 			uint64_t off = below(mr->length);
 
-			sge[i].addr = (uintptr_t)mr->addr + off;
+			sge[i].addr = base + off;
 			sge[i].length = one_in(4) ? pick_u32(mr->length) : below(mr->length - off + 1);
 			sge[i].lkey = one_in(8) ? mr->rkey ^ 1 : mr->lkey;
 		} else {
@@ -957,7 +979,8 @@ static void v_post_send(void)
 		return;
 	memset(wr, 0, sizeof(wr));
 	for (int i = 0; i < n; i++) {
-		struct ibv_mr *mr = ANY(V.mr);
+		uint64_t base = 0;
+		struct ibv_mr *mr = any_mr(&base);
 		int inl = one_in(5);
 
 		wr[i].wr_id = rnd();
@@ -982,13 +1005,13 @@ static void v_post_send(void)
 		} else if (wr[i].opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 			   wr[i].opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 			wr[i].wr.atomic.remote_addr = mr && !one_in(4) ?
-				((uintptr_t)mr->addr + below(mr->length + 8)) & ~7ull : rnd();
+				(base + below(mr->length + 8)) & ~7ull : rnd();
 			wr[i].wr.atomic.rkey = mr && !one_in(4) ? mr->rkey : (uint32_t)rnd();
 			wr[i].wr.atomic.compare_add = rnd();
 			wr[i].wr.atomic.swap = rnd();
 		} else {
 			wr[i].wr.rdma.remote_addr = mr && !one_in(4) ?
-				(uintptr_t)mr->addr + below(mr->length + 64) : rnd();
+				base + below(mr->length + 64) : rnd();
 			wr[i].wr.rdma.rkey = mr && !one_in(4) ? mr->rkey : (uint32_t)rnd();
 		}
 	}

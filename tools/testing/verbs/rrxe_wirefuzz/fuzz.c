@@ -29,6 +29,8 @@
 #define F_V_RECV 0		/* 16 x 4 KiB */
 #define F_S_RECV (64 * 1024)	/* 32 x 4 KiB */
 #define F_U_RECV (192 * 1024)	/* 32 x 2 KiB */
+#define H_SIZE (64 * 1024)	/* MR H: the top of the address space */
+#define H_IOVA (0 - (uint64_t)H_SIZE)
 #define U_QKEY 0x11111111u
 #define GSI_QKEY 0x80010000u
 #define FULL_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
@@ -53,8 +55,8 @@ struct fz {
 	union ibv_gid gid;
 	int gid_index;
 	uint32_t ip;		/* own IPv4 address, network order */
-	uint8_t *fbuf;
-	struct ibv_mr *fmr;
+	uint8_t *fbuf, *hbuf;
+	struct ibv_mr *fmr, *hmr;	/* hmr: iova H_IOVA, so its last byte is at 2^64 - 1 */
 	struct ibv_cq *cq;
 	struct ibv_srq *srq;
 	struct own_qp v, s;
@@ -178,6 +180,14 @@ void fuzz_setup(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index
 		fatal("out of memory");
 	memset(Z.fbuf, 0x5a, F_SIZE);
 	Z.fmr = ibv_reg_mr(Z.pd, Z.fbuf, F_SIZE, FULL_ACCESS);
+	Z.hbuf = aligned_alloc(4096, H_SIZE);
+	if (!Z.hbuf)
+		fatal("out of memory");
+	memset(Z.hbuf, 0xa7, H_SIZE);
+	Z.hmr = ibv_reg_mr_iova(Z.pd, Z.hbuf, H_SIZE, H_IOVA, FULL_ACCESS);
+	if (!Z.hmr)
+		printf("note: ibv_reg_mr_iova at iova %#llx failed (%s): no MR at the top of the "
+		       "address space\n", (unsigned long long)H_IOVA, strerror(errno));
 	Z.cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
 	if (!Z.fmr || !Z.cq)
 		fatal("fuzz MR/CQ: %s", strerror(errno));
@@ -199,9 +209,9 @@ void fuzz_setup(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index
 	Z.t = create_qp(IBV_QPT_RC, NULL);
 	if (qp_connect(Z.t, gid, gid_index, Z.t->qp_num, 0, 0, FULL_ACCESS, 12, IBV_QPS_RTR))
 		fatal("QP to RTR: %s", strerror(errno));
-	vlog("fuzz targets: V 0x%x S 0x%x U 0x%x RESET 0x%x INIT 0x%x RTR 0x%x; MR F rkey 0x%x",
-	     Z.v.qp->qp_num, Z.s.qp->qp_num, Z.u->qp_num, Z.r->qp_num, Z.i->qp_num,
-	     Z.t->qp_num, Z.fmr->rkey);
+	vlog("fuzz targets: V 0x%x S 0x%x U 0x%x RESET 0x%x INIT 0x%x RTR 0x%x; MR F rkey 0x%x, "
+	     "MR H rkey 0x%x", Z.v.qp->qp_num, Z.s.qp->qp_num, Z.u->qp_num, Z.r->qp_num,
+	     Z.i->qp_num, Z.t->qp_num, Z.fmr->rkey, Z.hmr ? Z.hmr->rkey : 0);
 }
 
 static int state_of(struct ibv_qp *qp)
@@ -275,16 +285,26 @@ static void v_traffic(void)
 	if (Z.v.outstanding >= 4)
 		return;
 	memset(&wr, 0, sizeof(wr));
-	sge = (struct ibv_sge){ (uintptr_t)Z.fbuf + rng_below(&Z.rng, F_SIZE - len), len,
-				Z.fmr->lkey };
+	if (Z.hmr && rng_chance(&Z.rng, 1, 2)) {
+		/* local and remote addresses near 2^64 (the last byte, often) */
+		len = rng_below(&Z.rng, 4 * LIVE_MTU);
+		sge = (struct ibv_sge){ H_IOVA + rng_below(&Z.rng, H_SIZE - len + 1), len,
+					Z.hmr->lkey };
+		wr.wr.rdma.remote_addr = rng_chance(&Z.rng, 1, 2) ? 0 - (uint64_t)len :
+					 H_IOVA + rng_below(&Z.rng, H_SIZE - len + 1);
+		wr.wr.rdma.rkey = Z.hmr->rkey;
+	} else {
+		sge = (struct ibv_sge){ (uintptr_t)Z.fbuf + rng_below(&Z.rng, F_SIZE - len), len,
+					Z.fmr->lkey };
+		wr.wr.rdma.remote_addr = (uintptr_t)Z.fbuf + rng_below(&Z.rng, F_SIZE - len);
+		wr.wr.rdma.rkey = Z.fmr->rkey;
+	}
 	wr.wr_id = W_VSEND << 8;
 	wr.sg_list = &sge;
 	wr.num_sge = len ? 1 : 0;
 	wr.opcode = rng_chance(&Z.rng, 1, 2) ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
 	if (wr.opcode == IBV_WR_RDMA_READ && !len)
 		return;
-	wr.wr.rdma.remote_addr = (uintptr_t)Z.fbuf + rng_below(&Z.rng, F_SIZE - len);
-	wr.wr.rdma.rkey = Z.fmr->rkey;
 	if (ibv_post_send(Z.v.qp, &wr, &bad))
 		return;
 	Z.v.outstanding++;
@@ -515,11 +535,15 @@ static void pick_rdma(enum tgt t, uint32_t *rkey, uint64_t *va, uint32_t *dlen, 
 	if (atomic)
 		len = 8;
 	if ((t == T_V || t == T_S) && rng_chance(&Z.rng, 1, 2)) {
-		/* a valid request for the fuzz target's own MR */
-		if (len > F_SIZE)
-			len = rng_below(&Z.rng, F_SIZE);
-		*rkey = Z.fmr->rkey;
-		*va = (uintptr_t)Z.fbuf + rng_below(&Z.rng, F_SIZE - len + 1);
+		/* a valid request for the fuzz target's own MRs: F, or H at the top */
+		int h = Z.hmr && rng_chance(&Z.rng, 1, 2);
+		uint64_t base = h ? H_IOVA : (uintptr_t)Z.fbuf, size = h ? H_SIZE : F_SIZE;
+
+		if (len > size)
+			len = rng_below(&Z.rng, size);
+		*rkey = h ? Z.hmr->rkey : Z.fmr->rkey;
+		*va = h && rng_chance(&Z.rng, 1, 3) ? 0 - (uint64_t)len :
+		      base + rng_below(&Z.rng, size - len + 1);
 		if (atomic)
 			*va &= ~7ull;
 		*dlen = len;
@@ -531,10 +555,14 @@ static void pick_rdma(enum tgt t, uint32_t *rkey, uint64_t *va, uint32_t *dlen, 
 		*rkey = m->rkey;
 		base = m->addr;
 		size = m->len;
-	} else if (k < 7) {
+	} else if (k < 6 || !Z.hmr) {
 		*rkey = Z.fmr->rkey;
 		base = (uintptr_t)Z.fbuf;
 		size = F_SIZE;
+	} else if (k < 7) {
+		*rkey = Z.hmr->rkey;	/* extremes around 2^64 with a valid key */
+		base = H_IOVA;
+		size = H_SIZE;
 	} else if (k == 7) {
 		*rkey = v->mr[rng_below(&Z.rng, 2)].rkey ^ (1u << rng_below(&Z.rng, 32));
 		base = v->mr[0].addr;
@@ -959,9 +987,14 @@ static int c_sequence(void)
 		base_hdrs(&h, op, t, (psn + i) & PSN_MASK);
 		h.pkey = 0xffff;
 		h.tver = 0;
-		h.rkey = Z.fmr->rkey;
 		h.dlen = (n - 1) * LIVE_MTU + last_len;
-		h.va = (uintptr_t)Z.fbuf + rng_below(&Z.rng, F_SIZE - h.dlen);
+		if (Z.hmr && (psn & 1)) {
+			h.rkey = Z.hmr->rkey;
+			h.va = 0 - (uint64_t)h.dlen;	/* ends at 2^64 */
+		} else {
+			h.rkey = Z.fmr->rkey;
+			h.va = (uintptr_t)Z.fbuf + rng_below(&Z.rng, F_SIZE - h.dlen);
+		}
 		build(&Z.pk[i], &h, i == n - 1 ? last_len : LIVE_MTU);
 	}
 	(void)o;
