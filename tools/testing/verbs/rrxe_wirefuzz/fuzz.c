@@ -12,6 +12,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +58,9 @@ struct fz {
 	union ibv_gid gid;
 	int gid_index;
 	uint32_t ip;		/* own IPv4 address, network order */
+	uint32_t src;		/* source address put in packets */
+	struct sockaddr_ll ll;	/* -i: where frames go */
+	uint8_t eth[14];	/* -i: the frames' Ethernet header */
 	uint8_t *fbuf, *hbuf;
 	struct ibv_mr *fmr, *hmr;	/* hmr: iova H_IOVA, so its last byte is at 2^64 - 1 */
 	struct ibv_cq *cq;
@@ -158,6 +164,68 @@ static void setup_ud(void)
 		post_recv_slot(Z.u, NULL, W_URECV << 8 | i, F_U_RECV + i * 2048, 2048);
 }
 
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	int ok = f && fgets(buf, len, f);
+
+	if (f)
+		fclose(f);
+	if (!ok)
+		return -1;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+static void parse_mac(const char *s, uint8_t *mac)
+{
+	unsigned int m[6];
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6)
+		fatal("bad MAC address %s", s);
+	for (int i = 0; i < 6; i++)
+		mac[i] = m[i];
+}
+
+/*
+ * -i IFACE: frames go out of IFACE to the MAC of the device's own netdev (the
+ * peer of a veth pair), so they arrive on that netdev rather than on lo.
+ * Upstream rxe finds its device by the netdev a packet arrived on and drops
+ * everything that came through lo, as packets to the own address do.
+ */
+static void open_packet_socket(int gid_index)
+{
+	char path[256], ndev[64], mac[64];
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/gid_attrs/ndevs/%d",
+		 g_fopts.dev_name, PORT, gid_index);
+	if (read_line(path, ndev, sizeof(ndev)))
+		fatal("%s: cannot read the GID's netdev", path);
+	snprintf(path, sizeof(path), "/sys/class/net/%s/address", ndev);
+	if (read_line(path, mac, sizeof(mac)))
+		fatal("%s: cannot read", path);
+	parse_mac(mac, Z.eth);
+	snprintf(path, sizeof(path), "/sys/class/net/%s/address", g_fopts.iface);
+	if (read_line(path, mac, sizeof(mac)))
+		fatal("%s: cannot read", path);
+	parse_mac(mac, Z.eth + 6);
+	Z.eth[12] = ETH_P_IP >> 8;
+	Z.eth[13] = ETH_P_IP & 0xff;
+	Z.sock = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_IP));
+	if (Z.sock < 0)
+		return;
+	memset(&Z.ll, 0, sizeof(Z.ll));
+	Z.ll.sll_family = AF_PACKET;
+	Z.ll.sll_protocol = htons(ETH_P_IP);
+	Z.ll.sll_ifindex = if_nametoindex(g_fopts.iface);
+	if (!Z.ll.sll_ifindex)
+		fatal("no interface %s", g_fopts.iface);
+	/* send only: nothing is ever read from this socket */
+	shutdown(Z.sock, SHUT_RD);
+	printf("injecting frames on %s to %s (%s's netdev)\n", g_fopts.iface, ndev,
+	       g_fopts.dev_name);
+}
+
 void fuzz_setup(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index, uint64_t seed)
 {
 	struct ibv_srq_init_attr sa;
@@ -169,7 +237,11 @@ void fuzz_setup(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index
 	memcpy(&Z.ip, gid->raw + 12, 4);
 	rng_seed(&Z.rng, seed);
 	Z.kill_den = g_fopts.kill_den;
-	Z.sock = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+	Z.src = g_fopts.src_ip ? g_fopts.src_ip : Z.ip;
+	if (g_fopts.iface)
+		open_packet_socket(gid_index);
+	else
+		Z.sock = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
 	if (Z.sock < 0)
 		fatal("raw socket: %s (run as root)", strerror(errno));
 	Z.pd = ibv_alloc_pd(ctx);
@@ -650,7 +722,7 @@ static const uint8_t resp_ops[] = { 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12 };
 
 static void build(struct pkt *p, const struct hdrs *h, size_t plen)
 {
-	pkt_build(p, &Z.rng, h, NULL, plen, Z.ip);
+	pkt_build(p, &Z.rng, h, NULL, plen, Z.src, Z.ip);
 }
 
 /* A well-formed packet of a random kind: the base of several classes. */
@@ -685,7 +757,7 @@ static void c_random(struct pkt *p)
 		p->b[BTH_OFF + 6] = q >> 8;
 		p->b[BTH_OFF + 7] = q;
 	}
-	pkt_ip_udp(p, &Z.rng, n, Z.ip);
+	pkt_ip_udp(p, &Z.rng, n, Z.src, Z.ip);
 	p->bad_icrc = 0;
 	pkt_seal(p);
 }
@@ -697,7 +769,7 @@ static void c_truncated(struct pkt *p)
 	gen_wellformed(p, 0);
 	hl = op_hdr_len(p->b[BTH_OFF]);
 	keep = rng_below(&Z.rng, hl + ICRC_LEN);
-	pkt_ip_udp(p, &Z.rng, keep, Z.ip);
+	pkt_ip_udp(p, &Z.rng, keep, Z.src, Z.ip);
 	pkt_seal(p);
 }
 
@@ -719,7 +791,7 @@ static void c_length(struct pkt *p)
 		build(p, &h, fit_len(op, &h));
 		n = 1 + rng_below(&Z.rng, 3);
 		rng_bytes(&Z.rng, p->b + p->len, n);
-		pkt_ip_udp(p, &Z.rng, p->len - IP_LEN - UDP_LEN + n, Z.ip);
+		pkt_ip_udp(p, &Z.rng, p->len - IP_LEN - UDP_LEN + n, Z.src, Z.ip);
 		pkt_seal(p);
 		break;
 	case 2:		/* payload on an opcode that carries none */
@@ -729,7 +801,7 @@ static void c_length(struct pkt *p)
 		n = 4 * (1 + rng_below(&Z.rng, 16));
 		memmove(p->b + p->len - ICRC_LEN + n, p->b + p->len - ICRC_LEN, ICRC_LEN);
 		rng_bytes(&Z.rng, p->b + p->len - ICRC_LEN, n);
-		pkt_ip_udp(p, &Z.rng, p->len - IP_LEN - UDP_LEN + n, Z.ip);
+		pkt_ip_udp(p, &Z.rng, p->len - IP_LEN - UDP_LEN + n, Z.src, Z.ip);
 		pkt_seal(p);
 		break;
 	case 3:		/* a pad count larger than the payload */
@@ -1071,12 +1143,32 @@ static int generate(int c)
 /* Sending                                                            */
 /* ------------------------------------------------------------------ */
 
-static void xmit(const uint8_t *b, size_t len)
+/* One IP packet (with its own tot_len and fragment fields) onto the wire. */
+static void xmit(uint8_t *b, size_t len)
 {
+	static uint8_t frame[14 + PKT_MAX];
 	struct sockaddr_in sin = { .sin_family = AF_INET };
+	const void *buf = b;
+	const struct sockaddr *to = (const struct sockaddr *)&sin;
+	socklen_t tolen = sizeof(sin);
+	size_t n = len;
+	uint16_t sum;
 
+	b[2] = len >> 8;	/* the kernel sets these for a raw IP socket, */
+	b[3] = len;		/* a packet socket sends what it is given */
+	sum = ip_checksum(b);
+	b[10] = sum >> 8;
+	b[11] = sum;
 	memcpy(&sin.sin_addr, &Z.ip, 4);
-	while (sendto(Z.sock, b, len, 0, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+	if (g_fopts.iface) {
+		memcpy(frame, Z.eth, 14);
+		memcpy(frame + 14, b, len);
+		buf = frame;
+		n = len + 14;
+		to = (const struct sockaddr *)&Z.ll;
+		tolen = sizeof(Z.ll);
+	}
+	while (sendto(Z.sock, buf, n, 0, to, tolen) < 0) {
 		if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) {
 			g_fstats.send_retries++;
 			usleep(100);
@@ -1201,7 +1293,7 @@ static int send_checked(int cls, struct pkt *p)
 	if (kill)
 		g_live.kills++;
 	if (g_fopts.log)
-		fprintf(g_fopts.log, "%llu %s%s ", (unsigned long long)g_fstats.sent,
+		fprintf(g_fopts.log, "%llu %.6f %s%s ", (unsigned long long)g_fstats.sent, now_s(),
 			cls >= 0 ? class_name[cls] : "replay", p->frag ? "+frag" : "");
 	if (g_fopts.log) {
 		pkt_hex(g_fopts.log, p);

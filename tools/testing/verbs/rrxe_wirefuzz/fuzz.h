@@ -19,6 +19,9 @@ struct fuzz_opts {
 	int kill_den;		/* one packet in kill_den tries to fail the live pair */
 	FILE *log;		/* -L: every packet sent, as hex */
 	int unsafe;		/* -U: self-test, also send valid requests into live memory */
+	const char *iface;	/* -i: inject Ethernet frames on this interface (AF_PACKET) */
+	const char *dev_name;	/* the RDMA device (its netdev's MAC is the frames' target) */
+	uint32_t src_ip;	/* -S: source address of the packets (network order, 0: own) */
 	volatile int stop;
 };
 

@@ -11,7 +11,8 @@
  * without touching memory; the device's own fuzz targets get anything.
  *
  * usage: rrxe_wirefuzz [-d DEV] [-g GID_INDEX] [-s SEED] [-n PACKETS] [-r RATE]
- *                      [-t SECONDS] [-k N] [-T SECONDS] [-P SECONDS] [-K] [-L FILE] [-R FILE] [-U] [-v]
+ *                      [-t SECONDS] [-k N] [-T SECONDS] [-P SECONDS] [-K] [-i IFACE] [-S ADDR]
+ *                      [-L FILE] [-R FILE] [-U] [-v]
  *        rrxe_wirefuzz -X FILE...
  *
  *   -d DEV      device (default: the first one)
@@ -25,7 +26,15 @@
  *   -T SECONDS  longest wait for the completions of one batch (default 30)
  *   -P SECONDS  longest time without a successful batch (default 60)
  *   -K          do not require the drop counters to grow (upstream rxe has none)
- *   -L FILE     write every packet sent to FILE (sequence, class, hex)
+ *   -i IFACE    send Ethernet frames out of IFACE (AF_PACKET) to the MAC of the
+ *               device's netdev instead of IP packets to the own address; for a
+ *               veth pair whose other end carries the device (upstream rxe
+ *               drops every packet that arrives through lo)
+ *   -S ADDR     IPv4 source address of the packets (default: the own address;
+ *               with -i another one, as a local source arriving on a
+ *               non-loopback device is martian)
+ *   -L FILE     write every packet sent to FILE (sequence, CLOCK_MONOTONIC time,
+ *               class, hex)
  *   -R FILE     send the packets of FILE (hex, last word of each line) instead
  *               of generated ones, with the same live traffic (same -s)
  *   -U          self-test of the checks: now and then also send a valid RDMA
@@ -50,6 +59,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include "wirefuzz.h"
 #include "live.h"
@@ -212,7 +222,8 @@ static int read_counter(const char *dev, const char *name, uint64_t *v)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: rrxe_wirefuzz [-d DEV] [-g GID_INDEX] [-s SEED] [-n PACKETS] [-r RATE]\n"
-		   "                     [-t SECONDS] [-k N] [-T SECONDS] [-P SECONDS] [-K] [-L FILE] [-R FILE] [-U] [-v]\n"
+		   "                     [-t SECONDS] [-k N] [-T SECONDS] [-P SECONDS] [-K] [-i IFACE]\n"
+		   "                     [-S ADDR] [-L FILE] [-R FILE] [-U] [-v]\n"
 		   "       rrxe_wirefuzz -X FILE...\n");
 }
 
@@ -248,7 +259,7 @@ int main(int argc, char **argv)
 
 	g_fopts.count = 100000;
 	g_fopts.kill_den = 2000;
-	while ((opt = getopt(argc, argv, "d:g:s:n:r:t:k:T:P:KL:R:UXvh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:s:n:r:t:k:T:P:Ki:S:L:R:UXvh")) != -1) {
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
 		case 'g': gid_arg = atoi(optarg); break;
@@ -260,6 +271,11 @@ int main(int argc, char **argv)
 		case 'T': g_op_timeout = atof(optarg); break;
 		case 'P': g_progress = atof(optarg); break;
 		case 'K': g_no_counters = 1; break;
+		case 'i': g_fopts.iface = optarg; break;
+		case 'S':
+			if (inet_pton(AF_INET, optarg, &g_fopts.src_ip) != 1)
+				fatal("-S %s: not an IPv4 address", optarg);
+			break;
 		case 'L': log_path = optarg; break;
 		case 'R': replay_path = optarg; break;
 		case 'U': g_fopts.unsafe = 1; break;
@@ -296,6 +312,7 @@ int main(int argc, char **argv)
 	if (!dev)
 		fatal("no device %s", dev_name);
 	dev_name = ibv_get_device_name(dev);
+	g_fopts.dev_name = dev_name;
 	n = snprintf(g_replay, sizeof(g_replay), "rrxe_wirefuzz -d %s -s %" PRIu64 " -n %" PRIu64,
 		     dev_name, g_seed, g_fopts.count);
 	if (g_fopts.rate > 0)
@@ -308,6 +325,11 @@ int main(int argc, char **argv)
 		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -K");
 	if (g_fopts.unsafe)
 		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -U");
+	if (g_fopts.iface)
+		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -i %s", g_fopts.iface);
+	if (g_fopts.src_ip)
+		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -S %s",
+			      inet_ntoa(*(struct in_addr *)&g_fopts.src_ip));
 	if (replay_path)
 		snprintf(g_replay + n, sizeof(g_replay) - n, " -R %s", replay_path);
 	printf("rrxe_wirefuzz: seed %" PRIu64 "\nreplay: %s\n", g_seed, g_replay);

@@ -267,7 +267,19 @@ static void put64(uint8_t *p, uint64_t v)
 	put32(p + 4, v);
 }
 
-void pkt_ip_udp(struct pkt *p, struct rng *r, size_t udp_plen, uint32_t ip_addr)
+uint16_t ip_checksum(const uint8_t *ip)
+{
+	uint32_t sum = 0;
+
+	for (int i = 0; i < IP_LEN; i += 2)
+		if (i != 10)
+			sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return ~sum & 0xffff;
+}
+
+void pkt_ip_udp(struct pkt *p, struct rng *r, size_t udp_plen, uint32_t src, uint32_t dst)
 {
 	uint8_t *ip = p->b, *udp = p->b + IP_LEN;
 	uint16_t id = 1 + rng_below(r, 0xffff);	/* never 0: the kernel would choose one */
@@ -281,8 +293,8 @@ void pkt_ip_udp(struct pkt *p, struct rng *r, size_t udp_plen, uint32_t ip_addr)
 	ip[8] = rng_chance(r, 1, 8) ? 1 + rng_below(r, 255) : 64;
 	ip[9] = 17;	/* UDP */
 	put16(ip + 10, 0);	/* the kernel fills the header checksum */
-	memcpy(ip + 12, &ip_addr, 4);
-	memcpy(ip + 16, &ip_addr, 4);
+	memcpy(ip + 12, &src, 4);
+	memcpy(ip + 16, &dst, 4);
 	put16(udp, 0xc000 | rng_below(r, 0x4000));
 	put16(udp + 2, ROCE_PORT);
 	put16(udp + 4, UDP_LEN + udp_plen);
@@ -290,7 +302,7 @@ void pkt_ip_udp(struct pkt *p, struct rng *r, size_t udp_plen, uint32_t ip_addr)
 }
 
 size_t pkt_build(struct pkt *p, struct rng *r, const struct hdrs *h,
-		 const uint8_t *payload, size_t plen, uint32_t ip_addr)
+		 const uint8_t *payload, size_t plen, uint32_t src, uint32_t dst)
 {
 	uint8_t *t = p->b + BTH_OFF;
 	uint8_t op = h->opcode;
@@ -343,7 +355,7 @@ size_t pkt_build(struct pkt *p, struct rng *r, const struct hdrs *h,
 		rng_bytes(r, t + hl, plen);
 	memset(t + hl + plen, 0, pad);
 	udp_plen = hl + plen + pad + ICRC_LEN;
-	pkt_ip_udp(p, r, udp_plen, ip_addr);
+	pkt_ip_udp(p, r, udp_plen, src, dst);
 	p->bad_icrc = 0;
 	p->frag = 0;
 	pkt_seal(p);

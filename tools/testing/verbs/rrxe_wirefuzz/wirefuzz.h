@@ -122,13 +122,18 @@ void pkt_seal(struct pkt *p);
 
 /*
  * Write the transport headers of `h` and `plen` payload bytes from `payload`
- * (random if NULL) at p->b + BTH_OFF, followed by pad bytes and room for the
- * ICRC; sets p->len and the IPv4/UDP headers. Returns the UDP payload length.
+ * (random if NULL) at p->b + BTH_OFF, followed by pad bytes and the ICRC;
+ * sets p->len and the IPv4/UDP headers. Returns the UDP payload length.
  */
 size_t pkt_build(struct pkt *p, struct rng *r, const struct hdrs *h,
-		 const uint8_t *payload, size_t plen, uint32_t ip_addr);
-/* (Re)write the IPv4 and UDP headers for a UDP payload of `udp_plen` bytes. */
-void pkt_ip_udp(struct pkt *p, struct rng *r, size_t udp_plen, uint32_t ip_addr);
+		 const uint8_t *payload, size_t plen, uint32_t src, uint32_t dst);
+/*
+ * (Re)write the IPv4 and UDP headers for a UDP payload of `udp_plen` bytes,
+ * from address src to dst (network order).
+ */
+void pkt_ip_udp(struct pkt *p, struct rng *r, size_t udp_plen, uint32_t src, uint32_t dst);
+/* The IPv4 header checksum of a 20-byte header (its checksum field taken as 0). */
+uint16_t ip_checksum(const uint8_t *ip);
 void pkt_hex(FILE *f, const struct pkt *p);
 int hex_parse(const char *s, uint8_t *out, size_t max, size_t *len);
 
