@@ -34,6 +34,8 @@
 #define F_U_RECV (192 * 1024)	/* 32 x 2 KiB */
 #define H_SIZE (64 * 1024)	/* MR H: the top of the address space */
 #define H_IOVA (0 - (uint64_t)H_SIZE)
+#define P_SIZE (16 * 1024)	/* the probe's local memory */
+#define P_GUARD 64		/* bytes after a probe's buffer that must stay */
 #define U_QKEY 0x11111111u
 #define GSI_QKEY 0x80010000u
 #define FULL_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
@@ -41,7 +43,7 @@
 
 const char *const class_name[NCLS] = {
 	"random", "truncated", "length", "oversized", "opcode", "rkey", "psn", "kill",
-	"response", "ud", "qpn", "bad_icrc", "bitflip", "ip", "cnp", "sequence",
+	"response", "ud", "qpn", "bad_icrc", "bitflip", "ip", "cnp", "sequence", "probe",
 };
 
 enum tgt { T_A, T_B, T_V, T_S, T_U, T_RESET, T_INIT, T_RTR, T_GSI, T_RAND, T_NEAR, T_ZERO, NT };
@@ -67,6 +69,12 @@ struct fz {
 	struct ibv_srq *srq;
 	struct own_qp v, s;
 	struct ibv_qp *u, *r, *i, *t;
+	/* the probe: an RC QP whose peer is R (in RESET: it drops everything) */
+	struct ibv_qp *pq;
+	struct ibv_cq *pcq;
+	uint8_t *pbuf;		/* its local memory: nothing else can write it */
+	struct ibv_mr *pmr;
+	uint32_t p_psn;
 	struct rng rng;
 	int sock;
 	struct live_view snap;
@@ -76,6 +84,9 @@ struct fz {
 };
 
 static struct fz Z;
+
+static double now_s(void);
+static int send_checked(int cls, struct pkt *p);
 struct fuzz_stats g_fstats;
 struct fuzz_opts g_fopts;
 
@@ -132,7 +143,7 @@ static void own_rc(struct own_qp *o, struct ibv_srq *srq, int kind)
 	uint32_t psn = rng_below(&Z.rng, PSN_MASK + 1);
 
 	o->qp = create_qp(IBV_QPT_RC, srq);
-	if (qp_connect(o->qp, &Z.gid, Z.gid_index, o->qp->qp_num, psn, psn, FULL_ACCESS, 12,
+	if (qp_connect(o->qp, &Z.gid, Z.gid_index, o->qp->qp_num, psn, psn, FULL_ACCESS, 12, 7,
 		       IBV_QPS_RTS))
 		fatal("connecting fuzz target QP: %s", strerror(errno));
 	o->epsn = o->sq = psn;
@@ -226,6 +237,28 @@ static void open_packet_socket(int gid_index)
 	       g_fopts.dev_name);
 }
 
+/* A fresh probe QP: RC, to the RESET QP, ACK timeout 16 (0.27 s), two retries. */
+static void probe_qp(void)
+{
+	struct ibv_qp_init_attr ia;
+
+	if (Z.pq && ibv_destroy_qp(Z.pq))
+		fatal("ibv_destroy_qp (probe): %s", strerror(errno));
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_RC;
+	ia.send_cq = ia.recv_cq = Z.pcq;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	ia.sq_sig_all = 1;
+	Z.pq = ibv_create_qp(Z.pd, &ia);
+	if (!Z.pq)
+		fatal("ibv_create_qp (probe): %s", strerror(errno));
+	Z.p_psn = rng_below(&Z.rng, PSN_MASK + 1);
+	if (qp_connect(Z.pq, &Z.gid, Z.gid_index, Z.r->qp_num, Z.p_psn, Z.p_psn, 0, 16, 2,
+		       IBV_QPS_RTS))
+		fatal("connecting the probe QP: %s", strerror(errno));
+}
+
 void fuzz_setup(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index, uint64_t seed)
 {
 	struct ibv_srq_init_attr sa;
@@ -276,11 +309,19 @@ void fuzz_setup(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index
 	setup_ud();
 	Z.r = create_qp(IBV_QPT_RC, NULL);
 	Z.i = create_qp(IBV_QPT_RC, NULL);
-	if (qp_connect(Z.i, gid, gid_index, 0, 0, 0, FULL_ACCESS, 12, IBV_QPS_INIT))
+	if (qp_connect(Z.i, gid, gid_index, 0, 0, 0, FULL_ACCESS, 12, 7, IBV_QPS_INIT))
 		fatal("QP to INIT: %s", strerror(errno));
 	Z.t = create_qp(IBV_QPT_RC, NULL);
-	if (qp_connect(Z.t, gid, gid_index, Z.t->qp_num, 0, 0, FULL_ACCESS, 12, IBV_QPS_RTR))
+	if (qp_connect(Z.t, gid, gid_index, Z.t->qp_num, 0, 0, FULL_ACCESS, 12, 7, IBV_QPS_RTR))
 		fatal("QP to RTR: %s", strerror(errno));
+	Z.pcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	Z.pbuf = aligned_alloc(4096, P_SIZE);
+	if (!Z.pcq || !Z.pbuf)
+		fatal("probe CQ: %s", strerror(errno));
+	Z.pmr = ibv_reg_mr(Z.pd, Z.pbuf, P_SIZE, IBV_ACCESS_LOCAL_WRITE);
+	if (!Z.pmr)
+		fatal("probe MR: %s", strerror(errno));
+	probe_qp();
 	vlog("fuzz targets: V 0x%x S 0x%x U 0x%x RESET 0x%x INIT 0x%x RTR 0x%x; MR F rkey 0x%x, "
 	     "MR H rkey 0x%x", Z.v.qp->qp_num, Z.s.qp->qp_num, Z.u->qp_num, Z.r->qp_num,
 	     Z.i->qp_num, Z.t->qp_num, Z.fmr->rkey, Z.hmr ? Z.hmr->rkey : 0);
@@ -1093,13 +1134,184 @@ static void c_unsafe(struct pkt *p)
 	build(p, &h, 64);
 }
 
+/*
+ * The probe: P posts one RDMA READ (or FETCH_AND_ADD) that only the fuzzer
+ * answers, at exactly the PSN P expects. A correct response stream must
+ * complete the WR with exactly its data; an invalid one (an opcode out of
+ * sequence, a READ response whose AETH is no ACK, an atomic ACK for a READ, a
+ * response longer than asked for) must not complete it successfully.
+ * Either way nothing beyond the WR's buffer may change.
+ */
+enum { PR_READ, PR_ATOMIC, PR_MIDDLE_FIRST, PR_LAST_FIRST, PR_NAK_AETH, PR_ATOMIC_FOR_READ,
+       PR_TOO_LONG, PR_KINDS };
+static const char *const probe_name[PR_KINDS] = {
+	"a correct READ response", "a correct atomic ACK", "READ_RESPONSE_MIDDLE first",
+	"READ_RESPONSE_LAST first", "a READ response with a NAK/reserved AETH",
+	"an ATOMIC_ACKNOWLEDGE for a READ", "a READ_RESPONSE_ONLY longer than the READ",
+};
+
+static int probe_wait(struct ibv_wc *wc)
+{
+	double t0 = now_s();
+
+	for (;;) {
+		int n = ibv_poll_cq(Z.pcq, 1, wc);
+
+		if (n > 0)
+			return 0;
+		if (n < 0)
+			fatal("ibv_poll_cq (probe) failed");
+		if (now_s() - t0 > 20)
+			return -1;
+		usleep(500);
+	}
+}
+
+/* Build the response packets for the probe into Z.pk; returns how many. */
+static int probe_packets(int kind, uint32_t psn, uint32_t len, const uint8_t *data, uint64_t orig)
+{
+	uint32_t n = len ? (len + LIVE_MTU - 1) / LIVE_MTU : 1, off = 0;
+	static const uint8_t bad_syn[] = { 0x20, 0x60, 0x61, 0x62, 0x63, 0x64, 0x40, 0x5f, 0x80, 0xe0 };
+	struct hdrs h;
+
+	if (kind == PR_READ) {
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t plen = i + 1 < n ? LIVE_MTU : len - off;
+			uint8_t op = n == 1 ? OP_RC_READ_RESP_ONLY : i == 0 ? OP_RC_READ_RESP_FIRST :
+				     i + 1 == n ? OP_RC_READ_RESP_LAST : OP_RC_READ_RESP_MIDDLE;
+
+			base_hdrs(&h, op, T_RAND, (psn + i) & PSN_MASK);
+			h.qpn = Z.pq->qp_num;
+			h.pkey = 0xffff;
+			h.tver = h.mig = h.se = 0;
+			h.fb = 0;
+			h.syndrome = 0x1f;	/* ACK */
+			pkt_build(&Z.pk[i], &Z.rng, &h, data + off, plen, Z.src, Z.ip);
+			off += plen;
+		}
+		return n;
+	}
+	memset(&h, 0, sizeof(h));
+	switch (kind) {
+	case PR_ATOMIC:
+		base_hdrs(&h, OP_RC_ATOMIC_ACK, T_RAND, psn);
+		h.syndrome = 0x1f;
+		h.orig = orig;
+		break;
+	case PR_MIDDLE_FIRST:
+		base_hdrs(&h, OP_RC_READ_RESP_MIDDLE, T_RAND, psn);
+		break;
+	case PR_LAST_FIRST:
+		base_hdrs(&h, OP_RC_READ_RESP_LAST, T_RAND, psn);
+		h.syndrome = 0x1f;
+		break;
+	case PR_NAK_AETH:
+		base_hdrs(&h, n == 1 ? OP_RC_READ_RESP_ONLY : OP_RC_READ_RESP_FIRST, T_RAND, psn);
+		h.syndrome = bad_syn[rng_below(&Z.rng, sizeof(bad_syn))];
+		break;
+	case PR_ATOMIC_FOR_READ:
+		base_hdrs(&h, OP_RC_ATOMIC_ACK, T_RAND, psn);
+		h.syndrome = 0x1f;
+		break;
+	default:	/* PR_TOO_LONG */
+		base_hdrs(&h, OP_RC_READ_RESP_ONLY, T_RAND, psn);
+		h.syndrome = 0x1f;
+		break;
+	}
+	h.qpn = Z.pq->qp_num;
+	h.pkey = 0xffff;
+	h.tver = h.mig = h.se = 0;
+	h.fb = 0;
+	pkt_build(&Z.pk[0], &Z.rng, &h, data,
+		  kind == PR_TOO_LONG ? len + 4 * (1 + rng_below(&Z.rng, 8)) :
+		  kind == PR_ATOMIC || kind == PR_ATOMIC_FOR_READ ? 0 : LIVE_MTU, Z.src, Z.ip);
+	return 1;
+}
+
+static void c_probe(void)
+{
+	static uint8_t data[3 * LIVE_MTU + 64];
+	int kind = rng_below(&Z.rng, PR_KINDS), atomic, n;
+	uint32_t len, psn;
+	size_t off;
+	uint64_t orig = rng_next(&Z.rng);
+	struct ibv_sge sge;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc;
+	char what[160];
+
+	if (rng_chance(&Z.rng, 1, 2))
+		kind = PR_READ;	/* as many correct ones as broken ones */
+	atomic = kind == PR_ATOMIC;
+	len = atomic ? 8 : kind == PR_LAST_FIRST ? LIVE_MTU + 1 + rng_below(&Z.rng, 2 * LIVE_MTU) :
+	      kind == PR_TOO_LONG ? 1 + rng_below(&Z.rng, LIVE_MTU - 32) :
+	      1 + rng_below(&Z.rng, 3 * LIVE_MTU);
+	off = atomic ? 8 * rng_below(&Z.rng, (P_SIZE - 8 - P_GUARD) / 8) :
+	      rng_below(&Z.rng, P_SIZE - len - P_GUARD);
+	rng_bytes(&Z.rng, data, sizeof(data));
+	memset(Z.pbuf, 0x6b, P_SIZE);
+	memset(&wr, 0, sizeof(wr));
+	sge = (struct ibv_sge){ (uintptr_t)Z.pbuf + off, len, Z.pmr->lkey };
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = atomic ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = 0x10000;	/* nobody answers for real */
+	wr.wr.rdma.rkey = 0x1234;
+	if (atomic) {
+		wr.wr.atomic.remote_addr = 0x10000;
+		wr.wr.atomic.rkey = 0x1234;
+		wr.wr.atomic.compare_add = 1;
+	}
+	psn = Z.p_psn;
+	if (ibv_post_send(Z.pq, &wr, &bad))
+		fatal("ibv_post_send (probe): %s", strerror(errno));
+	Z.p_psn = (Z.p_psn + (atomic ? 1 : npk(len))) & PSN_MASK;
+	n = probe_packets(kind, psn, len, data, orig);
+	pthread_mutex_lock(&g_live.lock);
+	Z.snap = g_live;
+	for (int i = 0; i < n; i++)
+		send_checked(C_PROBE, &Z.pk[i]);
+	pthread_mutex_unlock(&g_live.lock);
+	snprintf(what, sizeof(what), "probe: %s %s of %u bytes answered with %s",
+		 atomic ? "FETCH_AND_ADD" : "RDMA READ", "at PSN", len, probe_name[kind]);
+	if (probe_wait(&wc))
+		fatal("%s: no completion in 20 s", what);
+	for (size_t i = 0; i < P_SIZE; i++) {
+		if (i >= off && i < off + len)
+			continue;
+		if (Z.pbuf[i] != 0x6b)
+			fatal("%s: byte %zu of the probe's memory changed, outside the WR's %zu..%zu",
+			      what, i, off, off + len - 1);
+	}
+	if (kind == PR_READ || kind == PR_ATOMIC) {
+		g_fstats.probe_valid++;
+		if (wc.status == IBV_WC_RETRY_EXC_ERR) {
+			/* the retries ran out before the answer was handled (a slow machine) */
+			g_fstats.probe_timeouts++;
+		} else if (wc.status != IBV_WC_SUCCESS) {
+			fatal("%s: completed with %s", what, ibv_wc_status_str(wc.status));
+		} else if (atomic ? memcmp(Z.pbuf + off, &orig, 8) : memcmp(Z.pbuf + off, data, len)) {
+			fatal("%s: completed, but the data in memory differ", what);
+		} else {
+			g_fstats.probe_valid_ok++;
+		}
+	} else {
+		g_fstats.probe_invalid++;
+		if (wc.status == IBV_WC_SUCCESS)
+			fatal("%s: completed successfully", what);
+	}
+	vlog("%s: %s", what, ibv_wc_status_str(wc.status));
+	if (wc.status != IBV_WC_SUCCESS)
+		probe_qp();	/* in ERR now */
+}
+
 static int pick_class(void)
 {
 	static const unsigned char w[NCLS] = {
 		[C_RANDOM] = 3, [C_TRUNCATED] = 8, [C_LENGTH] = 7, [C_OVERSIZED] = 4,
 		[C_OPCODE] = 14, [C_RKEY] = 14, [C_PSN] = 8, [C_KILL] = 0, [C_RESPONSE] = 11,
 		[C_UD] = 9, [C_QPN] = 5, [C_BAD_ICRC] = 5, [C_BITFLIP] = 10, [C_IP] = 2,
-		[C_CNP] = 1, [C_SEQUENCE] = 3,
+		[C_CNP] = 1, [C_SEQUENCE] = 3, [C_PROBE] = 0,
 	};
 
 	if (Z.kill_den && rng_chance(&Z.rng, 1, Z.kill_den))
@@ -1327,6 +1539,10 @@ void *fuzz_thread(void *arg)
 			housekeeping();
 		if (!(g_fstats.sent % 97) && state_of(Z.v.qp) == IBV_QPS_RTS)
 			v_traffic();
+		if (rng_chance(&Z.rng, 1, 400)) {
+			c_probe();
+			continue;
+		}
 		pthread_mutex_lock(&g_live.lock);
 		Z.snap = g_live;
 		if (g_fopts.unsafe && Z.snap.qpn_a && rng_chance(&Z.rng, 1, 500)) {

@@ -133,7 +133,8 @@ static void *map(size_t len)
 }
 
 int qp_connect(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint32_t dest_qpn,
-	       uint32_t sq_psn, uint32_t rq_psn, int access, int timeout, enum ibv_qp_state upto)
+	       uint32_t sq_psn, uint32_t rq_psn, int access, int timeout, int retry,
+	       enum ibv_qp_state upto)
 {
 	struct ibv_qp_attr a;
 
@@ -168,7 +169,7 @@ int qp_connect(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint3
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = sq_psn;
 	a.timeout = timeout;
-	a.retry_cnt = 7;
+	a.retry_cnt = retry;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 8;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
@@ -203,11 +204,11 @@ static int make_pair(struct pair *p)
 	L.a_psn = rng_below(&L.rng, PSN_MASK + 1);
 	L.b_psn = rng_below(&L.rng, PSN_MASK + 1);
 	/* ACK timeout 17: 0.5 s, seven retries. */
-	rc = qp_connect(p->a, &L.gid, L.gid_index, p->b->qp_num, L.a_psn, L.b_psn, ACCESS, 17,
+	rc = qp_connect(p->a, &L.gid, L.gid_index, p->b->qp_num, L.a_psn, L.b_psn, ACCESS, 17, 7,
 			IBV_QPS_RTS);
 	if (rc)
 		return -10 + rc;
-	rc = qp_connect(p->b, &L.gid, L.gid_index, p->a->qp_num, L.b_psn, L.a_psn, ACCESS, 17,
+	rc = qp_connect(p->b, &L.gid, L.gid_index, p->a->qp_num, L.b_psn, L.a_psn, ACCESS, 17, 7,
 			IBV_QPS_RTS);
 	if (rc)
 		return -20 + rc;

@@ -23,7 +23,8 @@ extern double g_op_timeout;
 
 void start_async_thread(struct ibv_context *ctx);
 int qp_connect(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint32_t dest_qpn,
-	       uint32_t sq_psn, uint32_t rq_psn, int access, int timeout, enum ibv_qp_state upto);
+	       uint32_t sq_psn, uint32_t rq_psn, int access, int timeout, int retry,
+	       enum ibv_qp_state upto);
 void live_setup(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index, uint64_t seed);
 void *live_thread(void *arg);
 int live_final(void);

@@ -416,6 +416,10 @@ int main(int argc, char **argv)
 	printf("\nfuzz targets: %" PRIu64 " completions (%" PRIu64 " successful), %" PRIu64
 	       " target QPs replaced after an error\n",
 	       g_fstats.own_wc, g_fstats.own_wc_ok, g_fstats.recycled);
+	printf("probes: %" PRIu64 " answered correctly (%" PRIu64 " completed with the data, %" PRIu64
+	       " ran out of retries first), %" PRIu64 " answered wrongly (none completed)\n",
+	       g_fstats.probe_valid, g_fstats.probe_valid_ok, g_fstats.probe_timeouts,
+	       g_fstats.probe_invalid);
 	printf("live: %" PRIu64 " good batches; ops WRITE %" PRIu64 " READ %" PRIu64 " SEND %" PRIu64
 	       " FETCH_ADD %" PRIu64 " CMP_SWAP %" PRIu64 "; reconnections %" PRIu64
 	       " (%" PRIu64 " found failed between batches, %" PRIu64
