@@ -1539,7 +1539,7 @@ void *fuzz_thread(void *arg)
 			housekeeping();
 		if (!(g_fstats.sent % 97) && state_of(Z.v.qp) == IBV_QPS_RTS)
 			v_traffic();
-		if (rng_chance(&Z.rng, 1, 400)) {
+		if (g_fopts.probe_den && rng_chance(&Z.rng, 1, g_fopts.probe_den)) {
 			c_probe();
 			continue;
 		}

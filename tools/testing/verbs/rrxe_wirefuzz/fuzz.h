@@ -17,6 +17,7 @@ struct fuzz_opts {
 	double rate;		/* packets per second, 0: as fast as possible */
 	double seconds;		/* stop sending after this long (0: no limit) */
 	int kill_den;		/* one packet in kill_den tries to fail the live pair */
+	int probe_den;		/* one packet in probe_den is a probe (0: none) */
 	FILE *log;		/* -L: every packet sent, as hex */
 	int unsafe;		/* -U: self-test, also send valid requests into live memory */
 	const char *iface;	/* -i: inject Ethernet frames on this interface (AF_PACKET) */

@@ -203,12 +203,12 @@ static int make_pair(struct pair *p)
 		return -1;
 	L.a_psn = rng_below(&L.rng, PSN_MASK + 1);
 	L.b_psn = rng_below(&L.rng, PSN_MASK + 1);
-	/* ACK timeout 17: 0.5 s, seven retries. */
-	rc = qp_connect(p->a, &L.gid, L.gid_index, p->b->qp_num, L.a_psn, L.b_psn, ACCESS, 17, 7,
+	/* ACK timeout 17: 0.5 s, six retries (rxe takes seven for "retry forever"). */
+	rc = qp_connect(p->a, &L.gid, L.gid_index, p->b->qp_num, L.a_psn, L.b_psn, ACCESS, 17, 6,
 			IBV_QPS_RTS);
 	if (rc)
 		return -10 + rc;
-	rc = qp_connect(p->b, &L.gid, L.gid_index, p->a->qp_num, L.b_psn, L.a_psn, ACCESS, 17, 7,
+	rc = qp_connect(p->b, &L.gid, L.gid_index, p->a->qp_num, L.b_psn, L.a_psn, ACCESS, 17, 6,
 			IBV_QPS_RTS);
 	if (rc)
 		return -20 + rc;
@@ -731,9 +731,17 @@ static int batch(void)
 			if (ops[i].st_a != IBV_WC_SUCCESS && ops[i].st_a != IBV_WC_RETRY_EXC_ERR &&
 			    ops[i].st_a != IBV_WC_WR_FLUSH_ERR)
 				only_retry = 0;
-		if (!only_retry)
+		if (!only_retry) {
+			char st[512];
+			int k = 0;
+
+			for (int i = 0; i < n && k < (int)sizeof(st) - 64; i++)
+				k += snprintf(st + k, sizeof(st) - k, "%s%s %u: %s", i ? ", " : "",
+					      kind_name[ops[i].kind], ops[i].len, wcs(ops[i].st_a));
 			return live_fail("batch %llu: error completions at A, and no packet that "
-					 "could fail the pair was sent", (unsigned long long)L.batch_no);
+					 "could fail the pair was sent (%s)",
+					 (unsigned long long)L.batch_no, st);
+		}
 		g_stats.retry_without_kill++;
 	}
 	if (full_compare())

@@ -11,7 +11,7 @@
  * without touching memory; the device's own fuzz targets get anything.
  *
  * usage: rrxe_wirefuzz [-d DEV] [-g GID_INDEX] [-s SEED] [-n PACKETS] [-r RATE]
- *                      [-t SECONDS] [-k N] [-T SECONDS] [-P SECONDS] [-K] [-i IFACE] [-S ADDR]
+ *                      [-t SECONDS] [-k N] [-p N] [-T SECONDS] [-P SECONDS] [-K] [-i IFACE] [-S ADDR]
  *                      [-L FILE] [-R FILE] [-U] [-v]
  *        rrxe_wirefuzz -X FILE...
  *
@@ -23,6 +23,8 @@
  *   -t SECONDS  stop sending after SECONDS even if fewer than PACKETS went out
  *   -k N        about one packet in N is an invalid request inside the live
  *               pair's PSN window, which fails the pair (default 2000; 0: never)
+ *   -p N        about one packet in N is a probe of the requester (default 400;
+ *               0: none)
  *   -T SECONDS  longest wait for the completions of one batch (default 30)
  *   -P SECONDS  longest time without a successful batch (default 60)
  *   -K          do not require the drop counters to grow (upstream rxe has none)
@@ -222,7 +224,7 @@ static int read_counter(const char *dev, const char *name, uint64_t *v)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: rrxe_wirefuzz [-d DEV] [-g GID_INDEX] [-s SEED] [-n PACKETS] [-r RATE]\n"
-		   "                     [-t SECONDS] [-k N] [-T SECONDS] [-P SECONDS] [-K] [-i IFACE]\n"
+		   "                     [-t SECONDS] [-k N] [-p N] [-T SECONDS] [-P SECONDS] [-K] [-i IFACE]\n"
 		   "                     [-S ADDR] [-L FILE] [-R FILE] [-U] [-v]\n"
 		   "       rrxe_wirefuzz -X FILE...\n");
 }
@@ -259,7 +261,8 @@ int main(int argc, char **argv)
 
 	g_fopts.count = 100000;
 	g_fopts.kill_den = 2000;
-	while ((opt = getopt(argc, argv, "d:g:s:n:r:t:k:T:P:Ki:S:L:R:UXvh")) != -1) {
+	g_fopts.probe_den = 400;
+	while ((opt = getopt(argc, argv, "d:g:s:n:r:t:k:p:T:P:Ki:S:L:R:UXvh")) != -1) {
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
 		case 'g': gid_arg = atoi(optarg); break;
@@ -268,6 +271,7 @@ int main(int argc, char **argv)
 		case 'r': g_fopts.rate = atof(optarg); break;
 		case 't': g_fopts.seconds = atof(optarg); break;
 		case 'k': g_fopts.kill_den = atoi(optarg); break;
+		case 'p': g_fopts.probe_den = atoi(optarg); break;
 		case 'T': g_op_timeout = atof(optarg); break;
 		case 'P': g_progress = atof(optarg); break;
 		case 'K': g_no_counters = 1; break;
@@ -321,6 +325,8 @@ int main(int argc, char **argv)
 		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -t %g", g_fopts.seconds);
 	if (g_fopts.kill_den != 2000)
 		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -k %d", g_fopts.kill_den);
+	if (g_fopts.probe_den != 400)
+		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -p %d", g_fopts.probe_den);
 	if (g_no_counters)
 		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -K");
 	if (g_fopts.unsafe)
