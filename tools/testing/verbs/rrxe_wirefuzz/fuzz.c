@@ -44,6 +44,7 @@
 const char *const class_name[NCLS] = {
 	"random", "truncated", "length", "oversized", "opcode", "rkey", "psn", "kill",
 	"response", "ud", "qpn", "bad_icrc", "bitflip", "ip", "cnp", "sequence", "probe",
+	"foreign",
 };
 
 enum tgt { T_A, T_B, T_V, T_S, T_U, T_RESET, T_INIT, T_RTR, T_GSI, T_RAND, T_NEAR, T_ZERO, NT };
@@ -61,6 +62,7 @@ struct fz {
 	int gid_index;
 	uint32_t ip;		/* own IPv4 address, network order */
 	uint32_t src;		/* source address put in packets */
+	uint32_t stranger;	/* an unassigned address next to ours: nobody's peer */
 	struct sockaddr_ll ll;	/* -i: where frames go */
 	uint8_t eth[14];	/* -i: the frames' Ethernet header */
 	uint8_t *fbuf, *hbuf;
@@ -271,6 +273,7 @@ void fuzz_setup(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index
 	rng_seed(&Z.rng, seed);
 	Z.kill_den = g_fopts.kill_den;
 	Z.src = g_fopts.src_ip ? g_fopts.src_ip : Z.ip;
+	Z.stranger = Z.ip ^ htonl(0x80);
 	if (g_fopts.iface)
 		open_packet_socket(gid_index);
 	else
@@ -471,8 +474,10 @@ static int hits_live_mr(const struct live_view *v, uint32_t rkey, uint64_t va, u
  * Whether a packet (as the receiver will see it: `len` bytes) may go to the
  * device given the live pair `v`: anything not aimed at A or B may; at A or B,
  * only packets that a correct device drops, NAKs or answers without touching
- * memory or moving a PSN. *kill is set for a request within the responder's
- * PSN window: a NAK for it fails the pair (legitimately).
+ * memory or moving a PSN. *kill is 1 for a request within the responder's
+ * PSN window: a NAK for it fails the pair (legitimately); 2 if such a request
+ * comes from a source address other than the pair's (its peer is itself), which
+ * the pair must drop (rxe's check_addr does).
  */
 int safe_for_live(const uint8_t *b, size_t len, int bad_icrc, const struct live_view *v,
 		  int *kill)
@@ -523,7 +528,8 @@ int safe_for_live(const uint8_t *b, size_t len, int bad_icrc, const struct live_
 			return 1;
 		if (!dlen)
 			return 0;	/* zero-length RDMA needs no valid R_Key */
-		*kill = 1;
+		/* from an address that is not the pair's own: a device must drop it */
+		*kill = memcmp(b + 12, b + 16, 4) ? 2 : 1;
 		return 1;
 	}
 	/* SENDs, WRITE MIDDLE/LAST: valid whenever a message is in progress. */
@@ -933,6 +939,20 @@ static void c_kill(struct pkt *p)
 	build(p, &h, fit_len(op, &h));
 }
 
+/*
+ * The same from an address that is not the pair's: a device must drop it, so
+ * the pair must not fail. A connection gets either kind, never both, so that
+ * a failure can be put down to the right one.
+ */
+static void c_foreign(struct pkt *p)
+{
+	uint32_t own = Z.src;
+
+	Z.src = Z.stranger;
+	c_kill(p);
+	Z.src = own;
+}
+
 static void c_response(struct pkt *p)
 {
 	static const enum tgt tg[] = { T_A, T_A, T_B, T_V, T_V, T_S, T_RTR, T_RAND };
@@ -1314,8 +1334,14 @@ static int pick_class(void)
 		[C_CNP] = 1, [C_SEQUENCE] = 3, [C_PROBE] = 0,
 	};
 
-	if (Z.kill_den && rng_chance(&Z.rng, 1, Z.kill_den))
-		return C_KILL;
+	if (Z.kill_den && rng_chance(&Z.rng, 1, Z.kill_den)) {
+		/* one kind per connection (see c_foreign) */
+		if (Z.snap.kills)
+			return C_KILL;
+		if (Z.snap.foreign)
+			return C_FOREIGN;
+		return rng_chance(&Z.rng, 1, 2) ? C_KILL : C_FOREIGN;
+	}
 	return weighted(w, NCLS);
 }
 
@@ -1336,6 +1362,7 @@ static int generate(int c)
 	case C_RKEY: c_rkey(p); break;
 	case C_PSN: c_psn(p); break;
 	case C_KILL: c_kill(p); break;
+	case C_FOREIGN: c_foreign(p); break;
 	case C_RESPONSE: c_response(p); break;
 	case C_UD: c_ud(p); break;
 	case C_QPN: c_qpn(p); break;
@@ -1502,8 +1529,10 @@ static int send_checked(int cls, struct pkt *p)
 
 	if (!safe_for_live(p->b, eff, p->bad_icrc, &Z.snap, &kill))
 		return -1;
-	if (kill)
+	if (kill == 1)
 		g_live.kills++;
+	else if (kill == 2)
+		g_live.foreign++;
 	if (g_fopts.log)
 		fprintf(g_fopts.log, "%llu %.6f %s%s ", (unsigned long long)g_fstats.sent, now_s(),
 			cls >= 0 ? class_name[cls] : "replay", p->frag ? "+frag" : "");
@@ -1515,8 +1544,10 @@ static int send_checked(int cls, struct pkt *p)
 	send_pkt(p);
 	track_own(p);
 	g_fstats.sent++;
-	if (kill)
+	if (kill == 1)
 		g_fstats.kills++;
+	else if (kill == 2)
+		g_fstats.foreign++;
 	if (cls >= 0)
 		g_fstats.per_class[cls]++;
 	return 0;

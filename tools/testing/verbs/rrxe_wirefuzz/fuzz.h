@@ -7,7 +7,7 @@
 
 enum cls {
 	C_RANDOM, C_TRUNCATED, C_LENGTH, C_OVERSIZED, C_OPCODE, C_RKEY, C_PSN, C_KILL,
-	C_RESPONSE, C_UD, C_QPN, C_BAD_ICRC, C_BITFLIP, C_IP, C_CNP, C_SEQUENCE, C_PROBE, NCLS
+	C_RESPONSE, C_UD, C_QPN, C_BAD_ICRC, C_BITFLIP, C_IP, C_CNP, C_SEQUENCE, C_PROBE, C_FOREIGN, NCLS
 };
 
 extern const char *const class_name[NCLS];
@@ -31,6 +31,7 @@ struct fuzz_stats {
 	uint64_t per_class[NCLS];
 	uint64_t rejected;	/* generated, unsafe for the live pair, not sent */
 	uint64_t kills;		/* sent inside a live window */
+	uint64_t foreign;	/* ... from a source address that is not the peer's */
 	uint64_t send_retries, send_errors;
 	uint64_t own_wc, own_wc_ok, recycled;
 	uint64_t probe_valid, probe_valid_ok, probe_invalid, probe_timeouts;

@@ -236,6 +236,7 @@ static void publish(void)
 	g_live.a_lo = g_live.a_hi = L.a_psn;
 	g_live.b_sq = L.b_psn;
 	g_live.kills = 0;
+	g_live.foreign = 0;
 	g_live.gen++;
 }
 
@@ -660,7 +661,7 @@ static int batch(void)
 {
 	struct op ops[MAX_OPS];
 	int n = 1 + rng_below(&L.rng, MAX_OPS), nsend = 0, errors = 0;
-	uint32_t gen, kills;
+	uint32_t gen, kills, foreign;
 	int sa, sb;
 
 	L.batch_no++;
@@ -669,7 +670,13 @@ static int batch(void)
 	if (sa == IBV_QPS_ERR || sb == IBV_QPS_ERR) {
 		pthread_mutex_lock(&g_live.lock);
 		kills = g_live.kills;
+		foreign = g_live.foreign;
 		pthread_mutex_unlock(&g_live.lock);
+		if (!kills && foreign)
+			return live_fail("live QP %s is in ERR after %u invalid requests from an "
+					 "address that is not its peer's, and no other packet that "
+					 "could fail it: a connected QP must drop packets from other "
+					 "sources", sa == IBV_QPS_ERR ? "A" : "B", foreign);
 		if (!kills)
 			return live_fail("live QP %s is in ERR, and no packet that could fail it "
 					 "was sent", sa == IBV_QPS_ERR ? "A" : "B");
@@ -723,25 +730,30 @@ static int batch(void)
 	}
 	pthread_mutex_lock(&g_live.lock);
 	kills = g_live.kills;
+	foreign = g_live.foreign;
 	pthread_mutex_unlock(&g_live.lock);
 	if (!kills && gen == g_live.gen) {
 		int only_retry = 1;
+		char st[512];
+		int k = 0;
 
+		for (int i = 0; i < n && k < (int)sizeof(st) - 64; i++)
+			k += snprintf(st + k, sizeof(st) - k, "%s%s %u: %s", i ? ", " : "",
+				      kind_name[ops[i].kind], ops[i].len, wcs(ops[i].st_a));
 		for (int i = 0; i < n; i++)
 			if (ops[i].st_a != IBV_WC_SUCCESS && ops[i].st_a != IBV_WC_RETRY_EXC_ERR &&
 			    ops[i].st_a != IBV_WC_WR_FLUSH_ERR)
 				only_retry = 0;
-		if (!only_retry) {
-			char st[512];
-			int k = 0;
-
-			for (int i = 0; i < n && k < (int)sizeof(st) - 64; i++)
-				k += snprintf(st + k, sizeof(st) - k, "%s%s %u: %s", i ? ", " : "",
-					      kind_name[ops[i].kind], ops[i].len, wcs(ops[i].st_a));
+		if (foreign)
+			return live_fail("batch %llu: error completions at A after %u invalid "
+					 "requests from an address that is not the pair's, and no "
+					 "other packet that could fail it: a connected QP must drop "
+					 "packets from other sources (%s)",
+					 (unsigned long long)L.batch_no, foreign, st);
+		if (!only_retry)
 			return live_fail("batch %llu: error completions at A, and no packet that "
 					 "could fail the pair was sent (%s)",
 					 (unsigned long long)L.batch_no, st);
-		}
 		g_stats.retry_without_kill++;
 	}
 	if (full_compare())

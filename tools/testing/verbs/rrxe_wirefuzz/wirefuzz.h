@@ -151,6 +151,7 @@ struct live_view {
 	uint32_t a_lo, a_hi;		/* A's oldest unacknowledged PSN, next PSN */
 	uint32_t b_sq;			/* B's send PSN = A's expected request PSN */
 	uint32_t kills;			/* packets sent in this generation that may fail it */
+	uint32_t foreign;		/* ... that would, but come from an address not its peer's */
 	struct mr_view mr[2];		/* every MR of the live PD */
 };
 
