@@ -672,12 +672,12 @@ static int batch(void)
 		kills = g_live.kills;
 		foreign = g_live.foreign;
 		pthread_mutex_unlock(&g_live.lock);
-		if (!kills && foreign)
-			return live_fail("live QP %s is in ERR after %u invalid requests from an "
-					 "address that is not its peer's, and no other packet that "
-					 "could fail it: a connected QP must drop packets from other "
-					 "sources", sa == IBV_QPS_ERR ? "A" : "B", foreign);
-		if (!kills)
+		if (!kills && foreign && !g_stats.foreign_failures++)
+			snprintf(g_stats.first_foreign, sizeof(g_stats.first_foreign),
+				 "live QP %s was in ERR after %u invalid requests from an address "
+				 "that is not its peer's, and no other packet that could fail it",
+				 sa == IBV_QPS_ERR ? "A" : "B", foreign);
+		if (!kills && !foreign)
 			return live_fail("live QP %s is in ERR, and no packet that could fail it "
 					 "was sent", sa == IBV_QPS_ERR ? "A" : "B");
 		g_stats.idle_failures++;
@@ -744,17 +744,17 @@ static int batch(void)
 			if (ops[i].st_a != IBV_WC_SUCCESS && ops[i].st_a != IBV_WC_RETRY_EXC_ERR &&
 			    ops[i].st_a != IBV_WC_WR_FLUSH_ERR)
 				only_retry = 0;
-		if (foreign)
-			return live_fail("batch %llu: error completions at A after %u invalid "
-					 "requests from an address that is not the pair's, and no "
-					 "other packet that could fail it: a connected QP must drop "
-					 "packets from other sources (%s)",
-					 (unsigned long long)L.batch_no, foreign, st);
-		if (!only_retry)
+		if (foreign && !g_stats.foreign_failures++)
+			snprintf(g_stats.first_foreign, sizeof(g_stats.first_foreign),
+				 "batch %llu: error completions at A after %u invalid requests from "
+				 "an address that is not the pair's, and no other packet that could "
+				 "fail it (%s)", (unsigned long long)L.batch_no, foreign, st);
+		if (!foreign && !only_retry)
 			return live_fail("batch %llu: error completions at A, and no packet that "
 					 "could fail the pair was sent (%s)",
 					 (unsigned long long)L.batch_no, st);
-		g_stats.retry_without_kill++;
+		if (!foreign)
+			g_stats.retry_without_kill++;
 	}
 	if (full_compare())
 		return -1;

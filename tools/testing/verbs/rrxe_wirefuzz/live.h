@@ -11,6 +11,8 @@ struct live_stats {
 	uint64_t reconnects;		/* pairs replaced after a failure */
 	uint64_t idle_failures;		/* ... found in ERR between batches */
 	uint64_t retry_without_kill;	/* RETRY_EXC_ERR with no failing packet sent */
+	uint64_t foreign_failures;	/* pairs failed by packets from a stranger's address */
+	char first_foreign[1024];	/* how the first one went */
 	uint64_t status[32];		/* error completions at A by status */
 	uint64_t async_events;
 	double last_ok;			/* time of the last fully successful batch */

@@ -257,7 +257,7 @@ int main(int argc, char **argv)
 	FILE *replay = NULL;
 	double t0, last_status;
 	char ip[32];
-	int rc = 0;
+	int rc = 0, counters_bad = 0;
 
 	g_fopts.count = 100000;
 	g_fopts.kill_den = 2000;
@@ -430,10 +430,11 @@ int main(int argc, char **argv)
 	printf("live: %" PRIu64 " good batches; ops WRITE %" PRIu64 " READ %" PRIu64 " SEND %" PRIu64
 	       " FETCH_ADD %" PRIu64 " CMP_SWAP %" PRIu64 "; reconnections %" PRIu64
 	       " (%" PRIu64 " found failed between batches, %" PRIu64
-	       " retry-exceeded without a failing packet); async events %" PRIu64 "\n",
+	       " retry-exceeded without a failing packet, %" PRIu64 " after packets from a "
+	       "foreign address); async events %" PRIu64 "\n",
 	       g_stats.batches_ok, g_stats.ops_ok[0], g_stats.ops_ok[1], g_stats.ops_ok[2],
 	       g_stats.ops_ok[3], g_stats.ops_ok[4], g_stats.reconnects, g_stats.idle_failures,
-	       g_stats.retry_without_kill, g_stats.async_events);
+	       g_stats.retry_without_kill, g_stats.foreign_failures, g_stats.async_events);
 	for (int i = 0; i < 32; i++)
 		if (g_stats.status[i])
 			printf("live: %" PRIu64 " error completions %s\n", g_stats.status[i],
@@ -447,6 +448,13 @@ int main(int argc, char **argv)
 		fail_exit(g_fail_msg);
 	}
 	printf("final: RDMA WRITE, READ and SEND on a fresh pair verified\n");
+	if (g_stats.foreign_failures) {
+		printf("FAIL: the live pair failed %" PRIu64 " times after invalid requests from an "
+		       "address that is not its peer's (and no other packet that could fail it): "
+		       "a connected QP must drop packets from other sources; the first: %s\n",
+		       g_stats.foreign_failures, g_stats.first_foreign);
+		rc = 1;
+	}
 
 	for (unsigned int i = 0; i < NDROP + NOTHER; i++) {
 		const char *name = i < NDROP ? drop_counters[i] : other_counters[i - NDROP];
@@ -456,7 +464,7 @@ int main(int argc, char **argv)
 				printf("counter %s: missing (no /sys/class/infiniband/%s/ports/%d/"
 				       "hw_counters/%s)\n", name, dev_name, PORT, name);
 				if (!g_no_counters)
-					rc = 1;
+					counters_bad = 1;
 			}
 			continue;
 		}
@@ -464,13 +472,14 @@ int main(int argc, char **argv)
 		       after[i], after[i] - before[i]);
 		if (i < NDROP && after[i] <= before[i] && !g_no_counters) {
 			printf("counter %s did not grow\n", name);
-			rc = 1;
+			counters_bad = 1;
 		}
 	}
-	if (rc) {
+	if (counters_bad)
 		printf("FAIL: the device's drop counters (rcvd_icrc_err, rcvd_hdr_err, rcvd_no_qp) "
-		       "are missing or did not grow\nseed %" PRIu64 "; replay: %s\n", g_seed,
-		       g_replay);
+		       "are missing or did not grow\n");
+	if (rc || counters_bad) {
+		printf("seed %" PRIu64 "; replay: %s\n", g_seed, g_replay);
 		return 1;
 	}
 	printf("PASS (seed %" PRIu64 ")\n", g_seed);
