@@ -325,9 +325,10 @@ void fuzz_setup(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index
 	if (!Z.pmr)
 		fatal("probe MR: %s", strerror(errno));
 	probe_qp();
-	vlog("fuzz targets: V 0x%x S 0x%x U 0x%x RESET 0x%x INIT 0x%x RTR 0x%x; MR F rkey 0x%x, "
-	     "MR H rkey 0x%x", Z.v.qp->qp_num, Z.s.qp->qp_num, Z.u->qp_num, Z.r->qp_num,
-	     Z.i->qp_num, Z.t->qp_num, Z.fmr->rkey, Z.hmr ? Z.hmr->rkey : 0);
+	vlog("fuzz targets: V 0x%x (PSN 0x%06x) S 0x%x (PSN 0x%06x) U 0x%x RESET 0x%x INIT 0x%x "
+	     "RTR 0x%x; MR F rkey 0x%x at %p, MR H rkey 0x%x", Z.v.qp->qp_num, Z.v.epsn,
+	     Z.s.qp->qp_num, Z.s.epsn, Z.u->qp_num, Z.r->qp_num, Z.i->qp_num, Z.t->qp_num,
+	     Z.fmr->rkey, (void *)Z.fbuf, Z.hmr ? Z.hmr->rkey : 0);
 }
 
 static int state_of(struct ibv_qp *qp)
