@@ -29,7 +29,7 @@
 #define MARGIN (1u << 16)	/* PSNs this close to a live window count as inside it */
 #define FAR_SPAN ((1u << 23) - 2 * MARGIN)
 #define F_SIZE (256 * 1024)
-#define F_V_RECV 0		/* 16 x 4 KiB */
+#define F_V_RECV 0		/* V: 8 x 4 KiB, then the UC QP: 8 x 4 KiB */
 #define F_S_RECV (64 * 1024)	/* 32 x 4 KiB */
 #define F_U_RECV (192 * 1024)	/* 32 x 2 KiB */
 #define H_SIZE (64 * 1024)	/* MR H: the top of the address space */
@@ -47,7 +47,7 @@ const char *const class_name[NCLS] = {
 	"foreign",
 };
 
-enum tgt { T_A, T_B, T_V, T_S, T_U, T_RESET, T_INIT, T_RTR, T_GSI, T_RAND, T_NEAR, T_ZERO, NT };
+enum tgt { T_A, T_B, T_V, T_S, T_U, T_RESET, T_INIT, T_RTR, T_GSI, T_RAND, T_NEAR, T_ZERO, T_UC, NT };
 
 struct own_qp {
 	struct ibv_qp *qp;
@@ -71,6 +71,7 @@ struct fz {
 	struct ibv_srq *srq;
 	struct own_qp v, s;
 	struct ibv_qp *u, *r, *i, *t;
+	struct ibv_qp *uc;	/* UC, connected to itself (NULL if the device has none) */
 	/* the probe: an RC QP whose peer is R (in RESET: it drops everything) */
 	struct ibv_qp *pq;
 	struct ibv_cq *pcq;
@@ -138,7 +139,7 @@ static void post_recv_slot(struct ibv_qp *qp, struct ibv_srq *srq, uint64_t wr_i
 }
 
 /* wr_id: kind in bits 8-15, slot in bits 0-7. */
-enum { W_VRECV = 1, W_SRECV, W_URECV, W_VSEND, W_SSEND };
+enum { W_VRECV = 1, W_SRECV, W_URECV, W_VSEND, W_SSEND, W_UCRECV };
 
 static void own_rc(struct own_qp *o, struct ibv_srq *srq, int kind)
 {
@@ -151,7 +152,7 @@ static void own_rc(struct own_qp *o, struct ibv_srq *srq, int kind)
 	o->epsn = o->sq = psn;
 	o->outstanding = 0;
 	if (kind == W_VRECV)
-		for (int i = 0; i < 16; i++)
+		for (int i = 0; i < 8; i++)
 			post_recv_slot(o->qp, NULL, W_VRECV << 8 | i, F_V_RECV + i * 4096, 4096);
 }
 
@@ -239,6 +240,34 @@ static void open_packet_socket(int gid_index)
 	       g_fopts.dev_name);
 }
 
+/* A UC QP connected to itself, with receives posted in F (V's slots are shared). */
+static void setup_uc(void)
+{
+	struct ibv_qp_init_attr ia;
+	uint32_t psn = rng_below(&Z.rng, PSN_MASK + 1);
+
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_UC;
+	ia.send_cq = ia.recv_cq = Z.cq;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 16;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	Z.uc = ibv_create_qp(Z.pd, &ia);
+	if (!Z.uc) {
+		printf("note: no UC QP (%s): UC opcodes go to V instead\n", strerror(errno));
+		return;
+	}
+	if (qp_connect(Z.uc, &Z.gid, Z.gid_index, Z.uc->qp_num, psn, psn,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 12, 7, IBV_QPS_RTS)) {
+		printf("note: UC QP to RTS failed (%s): UC opcodes go to V instead\n",
+		       strerror(errno));
+		ibv_destroy_qp(Z.uc);
+		Z.uc = NULL;
+		return;
+	}
+	for (int i = 0; i < 8; i++)
+		post_recv_slot(Z.uc, NULL, W_UCRECV << 8 | i, F_V_RECV + (8 + i) * 4096, 4096);
+}
+
 /* A fresh probe QP: RC, to the RESET QP, ACK timeout 16 (0.27 s), two retries. */
 static void probe_qp(void)
 {
@@ -317,6 +346,7 @@ void fuzz_setup(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index
 	Z.t = create_qp(IBV_QPT_RC, NULL);
 	if (qp_connect(Z.t, gid, gid_index, Z.t->qp_num, 0, 0, FULL_ACCESS, 12, 7, IBV_QPS_RTR))
 		fatal("QP to RTR: %s", strerror(errno));
+	setup_uc();
 	Z.pcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	Z.pbuf = aligned_alloc(4096, P_SIZE);
 	if (!Z.pcq || !Z.pbuf)
@@ -365,6 +395,12 @@ static void reap(void)
 				break;
 			case W_URECV:
 				post_recv_slot(Z.u, NULL, wc[i].wr_id, F_U_RECV + slot * 2048, 2048);
+				break;
+			case W_UCRECV:
+				if (Z.uc && wc[i].qp_num == Z.uc->qp_num &&
+				    wc[i].status == IBV_WC_SUCCESS)
+					post_recv_slot(Z.uc, NULL, wc[i].wr_id,
+						       F_V_RECV + (8 + slot) * 4096, 4096);
 				break;
 			case W_VSEND:
 				if (wc[i].qp_num == Z.v.qp->qp_num && Z.v.outstanding)
@@ -576,6 +612,7 @@ static enum tgt pick_target(void)
 	static const unsigned char w[NT] = {
 		[T_A] = 12, [T_B] = 18, [T_V] = 20, [T_S] = 10, [T_U] = 8, [T_RESET] = 3,
 		[T_INIT] = 3, [T_RTR] = 3, [T_GSI] = 4, [T_RAND] = 8, [T_NEAR] = 6, [T_ZERO] = 2,
+		[T_UC] = 4,
 	};
 
 	return weighted(w, NT);
@@ -592,6 +629,7 @@ static uint32_t qpn_of(enum tgt t)
 	case T_RESET: return Z.r->qp_num;
 	case T_INIT: return Z.i->qp_num;
 	case T_RTR: return Z.t->qp_num;
+	case T_UC: return Z.uc ? Z.uc->qp_num : Z.v.qp->qp_num;
 	case T_GSI: return 1;
 	case T_NEAR: {
 		uint32_t base = rng_chance(&Z.rng, 1, 2) ? Z.snap.qpn_a : Z.v.qp->qp_num;
@@ -781,6 +819,17 @@ static void gen_wellformed(struct pkt *p, int zone)
 	uint8_t op;
 	int resp = 0;
 
+	if (t == T_UC && rng_chance(&Z.rng, 3, 4)) {
+		op = 0x20 + rng_below(&Z.rng, 12);	/* UC SENDs and WRITEs */
+		base_hdrs(&h, op, t, rnd24());
+		if (rng_chance(&Z.rng, 1, 2)) {
+			h.rkey = Z.fmr->rkey;
+			h.va = (uintptr_t)Z.fbuf + rng_below(&Z.rng, F_SIZE - 2 * LIVE_MTU);
+			h.dlen = rng_below(&Z.rng, 2 * LIVE_MTU);
+		}
+		build(p, &h, fit_len(op, &h));
+		return;
+	}
 	switch (rng_below(&Z.rng, 5)) {
 	case 0: op = PICK(rdma_ops); break;
 	case 1: op = PICK(resp_ops); resp = 1; break;

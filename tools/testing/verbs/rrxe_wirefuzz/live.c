@@ -136,6 +136,7 @@ int qp_connect(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint3
 	       uint32_t sq_psn, uint32_t rq_psn, int access, int timeout, int retry,
 	       enum ibv_qp_state upto)
 {
+	int uc = qp->qp_type == IBV_QPT_UC;	/* no reads, atomics, ACKs: fewer attributes */
 	struct ibv_qp_attr a;
 
 	memset(&a, 0, sizeof(a));
@@ -160,8 +161,8 @@ int qp_connect(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint3
 	a.ah_attr.grh.hop_limit = 64;
 	a.ah_attr.port_num = PORT;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			  IBV_QP_MIN_RNR_TIMER))
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  (uc ? 0 : IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)))
 		return -2;
 	if (upto == IBV_QPS_RTR)
 		return 0;
@@ -172,8 +173,9 @@ int qp_connect(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint3
 	a.retry_cnt = retry;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 8;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			  (uc ? 0 : IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				    IBV_QP_MAX_QP_RD_ATOMIC)))
 		return -3;
 	return 0;
 }
