@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
@@ -36,6 +37,7 @@
 #define H_IOVA (0 - (uint64_t)H_SIZE)
 #define P_SIZE (16 * 1024)	/* the probe's local memory */
 #define P_GUARD 64		/* bytes after a probe's buffer that must stay */
+#define X_SIZE 4096		/* MR X: only requests to QP X name it */
 #define U_QKEY 0x11111111u
 #define GSI_QKEY 0x80010000u
 #define FULL_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
@@ -44,7 +46,7 @@
 const char *const class_name[NCLS] = {
 	"random", "truncated", "length", "oversized", "opcode", "rkey", "psn", "kill",
 	"response", "ud", "qpn", "bad_icrc", "bitflip", "ip", "cnp", "sequence", "probe",
-	"foreign",
+	"foreign", "access",
 };
 
 enum tgt { T_A, T_B, T_V, T_S, T_U, T_RESET, T_INIT, T_RTR, T_GSI, T_RAND, T_NEAR, T_ZERO, T_UC, NT };
@@ -78,6 +80,8 @@ struct fz {
 	uint8_t *pbuf;		/* its local memory: nothing else can write it */
 	struct ibv_mr *pmr;
 	uint32_t p_psn;
+	uint8_t *xbuf;		/* MR X: remote write and atomic allowed */
+	struct ibv_mr *xmr;
 	struct rng rng;
 	int sock;
 	struct live_view snap;
@@ -347,6 +351,12 @@ void fuzz_setup(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index
 	if (qp_connect(Z.t, gid, gid_index, Z.t->qp_num, 0, 0, FULL_ACCESS, 12, 7, IBV_QPS_RTR))
 		fatal("QP to RTR: %s", strerror(errno));
 	setup_uc();
+	Z.xbuf = aligned_alloc(4096, X_SIZE);
+	if (!Z.xbuf)
+		fatal("out of memory");
+	Z.xmr = ibv_reg_mr(Z.pd, Z.xbuf, X_SIZE, FULL_ACCESS);
+	if (!Z.xmr)
+		fatal("MR X: %s", strerror(errno));
 	Z.pcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	Z.pbuf = aligned_alloc(4096, P_SIZE);
 	if (!Z.pcq || !Z.pbuf)
@@ -1298,6 +1308,21 @@ static int probe_packets(int kind, uint32_t psn, uint32_t len, const uint8_t *da
 	return 1;
 }
 
+/* A probe went wrong: counted, the first kept, reported (and failed) at the end. */
+static int probe_kind;	/* of the probe in progress */
+
+static void __attribute__((format(printf, 1, 2))) probe_violation(const char *fmt, ...)
+{
+	va_list ap;
+
+	g_fstats.probe_kind_bad[probe_kind]++;
+	if (g_fstats.probe_violations++)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(g_fstats.first_probe, sizeof(g_fstats.first_probe), fmt, ap);
+	va_end(ap);
+}
+
 static void c_probe(void)
 {
 	static uint8_t data[3 * LIVE_MTU + 64];
@@ -1337,6 +1362,8 @@ static void c_probe(void)
 		fatal("ibv_post_send (probe): %s", strerror(errno));
 	Z.p_psn = (Z.p_psn + (atomic ? 1 : npk(len))) & PSN_MASK;
 	n = probe_packets(kind, psn, len, data, orig);
+	probe_kind = kind;
+	g_fstats.probe_kind_sent[kind]++;
 	pthread_mutex_lock(&g_live.lock);
 	Z.snap = g_live;
 	for (int i = 0; i < n; i++)
@@ -1349,9 +1376,11 @@ static void c_probe(void)
 	for (size_t i = 0; i < P_SIZE; i++) {
 		if (i >= off && i < off + len)
 			continue;
-		if (Z.pbuf[i] != 0x6b)
-			fatal("%s: byte %zu of the probe's memory changed, outside the WR's %zu..%zu",
-			      what, i, off, off + len - 1);
+		if (Z.pbuf[i] != 0x6b) {
+			probe_violation("%s: byte %zu of the probe's memory changed, outside the "
+					"WR's %zu..%zu", what, i, off, off + len - 1);
+			break;
+		}
 	}
 	if (kind == PR_READ || kind == PR_ATOMIC) {
 		g_fstats.probe_valid++;
@@ -1359,20 +1388,98 @@ static void c_probe(void)
 			/* the retries ran out before the answer was handled (a slow machine) */
 			g_fstats.probe_timeouts++;
 		} else if (wc.status != IBV_WC_SUCCESS) {
-			fatal("%s: completed with %s", what, ibv_wc_status_str(wc.status));
+			probe_violation("%s: completed with %s", what, ibv_wc_status_str(wc.status));
 		} else if (atomic ? memcmp(Z.pbuf + off, &orig, 8) : memcmp(Z.pbuf + off, data, len)) {
-			fatal("%s: completed, but the data in memory differ", what);
+			probe_violation("%s: completed, but the data in memory differ", what);
 		} else {
 			g_fstats.probe_valid_ok++;
 		}
 	} else {
 		g_fstats.probe_invalid++;
 		if (wc.status == IBV_WC_SUCCESS)
-			fatal("%s: completed successfully", what);
+			probe_violation("%s: completed successfully", what);
 	}
 	vlog("%s: %s", what, ibv_wc_status_str(wc.status));
 	if (wc.status != IBV_WC_SUCCESS)
 		probe_qp();	/* in ERR now */
+}
+
+/*
+ * QP access flags: a fresh RC QP X, connected to itself, whose access flags
+ * leave out REMOTE_WRITE (or REMOTE_ATOMIC), gets one valid RDMA WRITE (or
+ * atomic) at its expected PSN into MR X, which allows it. The QP must NAK it
+ * (Remote Access Error) and MR X must not change.
+ */
+static void c_access(void)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *x;
+	struct hdrs h;
+	uint32_t psn = rng_below(&Z.rng, PSN_MASK + 1), len = 1 + rng_below(&Z.rng, 256);
+	int atomic = rng_chance(&Z.rng, 1, 3);
+	int access = atomic ? IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ :
+			      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	uint8_t op = atomic ? (rng_chance(&Z.rng, 1, 2) ? OP_RC_FETCH_ADD : OP_RC_CMP_SWAP) :
+			      OP_RC_WRITE_ONLY;
+	uint64_t off = atomic ? 8 * rng_below(&Z.rng, X_SIZE / 8) :
+			      rng_below(&Z.rng, X_SIZE - len + 1);
+	double t0;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_RC;
+	ia.send_cq = ia.recv_cq = Z.cq;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 1;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	x = ibv_create_qp(Z.pd, &ia);
+	if (!x)
+		fatal("ibv_create_qp (access check): %s", strerror(errno));
+	if (qp_connect(x, &Z.gid, Z.gid_index, x->qp_num, psn, psn, access, 12, 7, IBV_QPS_RTS))
+		fatal("connecting QP X: %s", strerror(errno));
+	memset(Z.xbuf, 0x3c, X_SIZE);
+	base_hdrs(&h, op, T_RAND, psn);
+	h.qpn = x->qp_num;
+	h.pkey = 0xffff;
+	h.tver = h.mig = h.fb = 0;
+	h.rkey = Z.xmr->rkey;
+	h.va = (uintptr_t)Z.xbuf + off;
+	h.dlen = atomic ? 8 : len;
+	h.compare = 0x3c3c3c3c3c3c3c3cull;	/* matches: a CMP_SWAP would swap */
+	pkt_build(&Z.pk[0], &Z.rng, &h, NULL, atomic ? 0 : len, Z.src, Z.ip);
+	pthread_mutex_lock(&g_live.lock);
+	Z.snap = g_live;
+	send_checked(C_ACCESS, &Z.pk[0]);
+	pthread_mutex_unlock(&g_live.lock);
+	/* a correct device NAKs it and X enters ERR; give it some time either way */
+	t0 = now_s();
+	while (state_of(x) != IBV_QPS_ERR && now_s() - t0 < 0.5)
+		usleep(2000);
+	g_fstats.access_checks++;
+	for (size_t i = 0; i < X_SIZE; i++) {
+		if (Z.xbuf[i] == 0x3c)
+			continue;
+		if (!g_fstats.access_violations++)
+			snprintf(g_fstats.first_access, sizeof(g_fstats.first_access),
+				 "%s of %u bytes at offset %llu reached MR X through QP X, whose "
+				 "access flags (%s) do not allow it (byte %zu changed; X %s)",
+				 atomic ? (op == OP_RC_FETCH_ADD ? "a FETCH_ADD" : "a CMP_SWAP") :
+				 "an RDMA WRITE", atomic ? 8 : len, (unsigned long long)off,
+				 atomic ? "REMOTE_WRITE|REMOTE_READ" : "REMOTE_READ|REMOTE_ATOMIC", i,
+				 state_of(x) == IBV_QPS_ERR ? "in ERR" : "not in ERR");
+		break;
+	}
+	reap();
+	if (ibv_destroy_qp(x))
+		fatal("ibv_destroy_qp (access check): %s", strerror(errno));
+	reap();
+}
+
+void fuzz_print_probes(FILE *f)
+{
+	for (int k = 0; k < PR_KINDS; k++)
+		if (g_fstats.probe_kind_sent[k])
+			fprintf(f, "probes answered with %s: %llu, went wrong %llu\n", probe_name[k],
+				(unsigned long long)g_fstats.probe_kind_sent[k],
+				(unsigned long long)g_fstats.probe_kind_bad[k]);
 }
 
 static int pick_class(void)
@@ -1381,7 +1488,7 @@ static int pick_class(void)
 		[C_RANDOM] = 3, [C_TRUNCATED] = 8, [C_LENGTH] = 7, [C_OVERSIZED] = 4,
 		[C_OPCODE] = 14, [C_RKEY] = 14, [C_PSN] = 8, [C_KILL] = 0, [C_RESPONSE] = 11,
 		[C_UD] = 9, [C_QPN] = 5, [C_BAD_ICRC] = 5, [C_BITFLIP] = 10, [C_IP] = 2,
-		[C_CNP] = 1, [C_SEQUENCE] = 3, [C_PROBE] = 0,
+		[C_CNP] = 1, [C_SEQUENCE] = 3, [C_PROBE] = 0, [C_ACCESS] = 0,
 	};
 
 	if (Z.kill_den && rng_chance(&Z.rng, 1, Z.kill_den)) {
@@ -1621,7 +1728,11 @@ void *fuzz_thread(void *arg)
 		if (!(g_fstats.sent % 97) && state_of(Z.v.qp) == IBV_QPS_RTS)
 			v_traffic();
 		if (g_fopts.probe_den && rng_chance(&Z.rng, 1, g_fopts.probe_den)) {
-			c_probe();
+			/* a probe of the requester, or of the responder's access checks */
+			if (rng_chance(&Z.rng, 1, 3))
+				c_access();
+			else
+				c_probe();
 			continue;
 		}
 		pthread_mutex_lock(&g_live.lock);

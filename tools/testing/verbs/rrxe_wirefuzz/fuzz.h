@@ -7,7 +7,7 @@
 
 enum cls {
 	C_RANDOM, C_TRUNCATED, C_LENGTH, C_OVERSIZED, C_OPCODE, C_RKEY, C_PSN, C_KILL,
-	C_RESPONSE, C_UD, C_QPN, C_BAD_ICRC, C_BITFLIP, C_IP, C_CNP, C_SEQUENCE, C_PROBE, C_FOREIGN, NCLS
+	C_RESPONSE, C_UD, C_QPN, C_BAD_ICRC, C_BITFLIP, C_IP, C_CNP, C_SEQUENCE, C_PROBE, C_FOREIGN, C_ACCESS, NCLS
 };
 
 extern const char *const class_name[NCLS];
@@ -35,6 +35,11 @@ struct fuzz_stats {
 	uint64_t send_retries, send_errors;
 	uint64_t own_wc, own_wc_ok, recycled;
 	uint64_t probe_valid, probe_valid_ok, probe_invalid, probe_timeouts;
+	uint64_t access_checks, access_violations;
+	uint64_t probe_violations;
+	uint64_t probe_kind_sent[8], probe_kind_bad[8];	/* by kind of answer */
+	char first_probe[512];
+	char first_access[512];
 	double seconds;
 	int time_limited;	/* stopped by -t before -n packets */
 	volatile int done;
@@ -47,6 +52,7 @@ void fuzz_setup(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index
 void *fuzz_thread(void *arg);
 void *replay_thread(void *arg);
 void fuzz_dump_recent(FILE *f);
+void fuzz_print_probes(FILE *f);
 int safe_for_live(const uint8_t *b, size_t len, int bad_icrc, const struct live_view *v,
 		  int *kill);
 

@@ -424,9 +424,13 @@ int main(int argc, char **argv)
 	       " target QPs replaced after an error\n",
 	       g_fstats.own_wc, g_fstats.own_wc_ok, g_fstats.recycled);
 	printf("probes: %" PRIu64 " answered correctly (%" PRIu64 " completed with the data, %" PRIu64
-	       " ran out of retries first), %" PRIu64 " answered wrongly (none completed)\n",
-	       g_fstats.probe_valid, g_fstats.probe_valid_ok, g_fstats.probe_timeouts,
-	       g_fstats.probe_invalid);
+	       " ran out of retries first), %" PRIu64 " answered wrongly; %" PRIu64
+	       " went wrong\n", g_fstats.probe_valid, g_fstats.probe_valid_ok,
+	       g_fstats.probe_timeouts, g_fstats.probe_invalid, g_fstats.probe_violations);
+	if (g_fstats.probe_violations || g_verbose)
+		fuzz_print_probes(stdout);
+	printf("access checks: %" PRIu64 ", violations %" PRIu64 "\n", g_fstats.access_checks,
+	       g_fstats.access_violations);
 	printf("live: %" PRIu64 " good batches; ops WRITE %" PRIu64 " READ %" PRIu64 " SEND %" PRIu64
 	       " FETCH_ADD %" PRIu64 " CMP_SWAP %" PRIu64 "; reconnections %" PRIu64
 	       " (%" PRIu64 " found failed between batches, %" PRIu64
@@ -448,6 +452,17 @@ int main(int argc, char **argv)
 		fail_exit(g_fail_msg);
 	}
 	printf("final: RDMA WRITE, READ and SEND on a fresh pair verified\n");
+	if (g_fstats.probe_violations) {
+		printf("FAIL: %" PRIu64 " probes of the requester went wrong; the first: %s\n",
+		       g_fstats.probe_violations, g_fstats.first_probe);
+		rc = 1;
+	}
+	if (g_fstats.access_violations) {
+		printf("FAIL: %" PRIu64 " of %" PRIu64 " requests that a QP's access flags forbid "
+		       "changed memory (the spec wants a Remote Access Error NAK); the first: %s\n",
+		       g_fstats.access_violations, g_fstats.access_checks, g_fstats.first_access);
+		rc = 1;
+	}
 	if (g_stats.foreign_failures) {
 		printf("FAIL: the live pair failed %" PRIu64 " times after invalid requests from an "
 		       "address that is not its peer's (and no other packet that could fail it): "
