@@ -587,6 +587,12 @@ static int check_op(struct op *o, int i)
 		return cmp_range(what, L.buf_b, L.shadow_b, o->b_off, o->len);
 	case K_READ:
 		memcpy(L.shadow_a + o->a_off, L.shadow_b + o->b_off, o->len);
+		if (memcmp(L.buf_a + o->a_off, L.shadow_a + o->a_off, o->len)) {
+			/* which side went wrong: the source at B, or the data on the way */
+			g_fail_extra = memcmp(L.buf_b + o->b_off, L.shadow_b + o->b_off, o->len) ?
+				" (B's source bytes differ from their shadow too: a stray write at B)" :
+				" (B's source bytes are intact: the READ delivered other data)";
+		}
 		return cmp_range(what, L.buf_a, L.shadow_a, o->a_off, o->len);
 	case K_SEND:
 		if (!o->done_b)
