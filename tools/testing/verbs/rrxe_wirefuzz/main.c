@@ -327,6 +327,10 @@ int main(int argc, char **argv)
 		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -k %d", g_fopts.kill_den);
 	if (g_fopts.probe_den != 400)
 		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -p %d", g_fopts.probe_den);
+	if (g_op_timeout != 30)
+		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -T %g", g_op_timeout);
+	if (g_progress != 60)
+		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -P %g", g_progress);
 	if (g_no_counters)
 		n += snprintf(g_replay + n, sizeof(g_replay) - n, " -K");
 	if (g_fopts.unsafe)
