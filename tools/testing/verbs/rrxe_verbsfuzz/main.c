@@ -10,7 +10,8 @@
  *   -s SEED   PRNG seed (default: from the clock; always printed). The calls
  *             depend only on the seed and on what the device returns, so
  *             the same seed on a fresh boot replays the same sequence.
- *   -n CALLS  calls to make (default 100000)
+ *   -n CALLS  calls to make (default 100000; a step that finds nothing to call,
+ *             e.g. a destroy with no object left, does not count)
  *   -t SECONDS  stop after SECONDS even if fewer than CALLS were made
  *   -v        print every call and its result
  *
@@ -58,6 +59,7 @@ char g_last[256];
 struct areas g_mem;
 
 static uint64_t g_seed, g_calls, g_count = 100000;
+static uint64_t g_made;	/* calls made (an iteration may find nothing to call) */
 static char g_replay[256];
 static const char *g_dev_name;
 #define NERR 140		/* errno 0..133 and a bucket for anything else */
@@ -84,7 +86,7 @@ void failf(const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("FAIL (call %" PRIu64 ", last: %s): ", g_calls, g_last);
+	printf("FAIL (call %" PRIu64 ", last: %s): ", g_made, g_last);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -98,7 +100,7 @@ static void on_signal(int sig)
 	char msg[512];
 	int n = snprintf(msg, sizeof(msg),
 			 "FAIL: signal %d (%s) at call %" PRIu64 ", last: %s\nseed %" PRIu64
-			 "; replay: %s\n", sig, strsignal(sig), g_calls, g_last, g_seed, g_replay);
+			 "; replay: %s\n", sig, strsignal(sig), g_made, g_last, g_seed, g_replay);
 
 	if (write(1, msg, n) < 0)
 		_exit(3);
@@ -113,8 +115,9 @@ static int clean_errno(int e)
 
 void record(enum call c, int err)
 {
+	g_made++;
 	if (g_verbose)
-		printf("%" PRIu64 " %s: %s -> %s\n", g_calls, call_names[c], g_last,
+		printf("%" PRIu64 " %s: %s -> %s\n", g_made, call_names[c], g_last,
 		       err ? strerrorname_np(err) ? strerrorname_np(err) : "?" : "ok");
 	if (err && !clean_errno(err))
 		failf("%s failed with errno %d, which is not a user-space errno", call_names[c], err);
@@ -1410,22 +1413,22 @@ int main(int argc, char **argv)
 	ctx_open();
 	raw_open(V.dev);
 	t0 = last = now_s();
-	for (g_calls = 0; g_calls < g_count; g_calls++) {
+	for (g_calls = 0; g_made < g_count; g_calls++) {
 		one_call();
 		if (limit > 0 && !(g_calls % 64) && now_s() - t0 > limit) {
 			printf("stopped by -t %g after %" PRIu64 " of %" PRIu64 " calls (the same "
 			       "calls: rrxe_verbsfuzz -d %s -s %" PRIu64 " -n %" PRIu64 ")\n", limit,
-			       g_calls, g_count, g_dev_name, g_seed, g_calls);
+			       g_made, g_count, g_dev_name, g_seed, g_made);
 			break;
 		}
 		if (now_s() - last >= 10) {
 			last = now_s();
-			printf("[%5.0fs] %" PRIu64 " calls (%.0f/s)\n", last - t0, g_calls,
-			       g_calls / (last - t0));
+			printf("[%5.0fs] %" PRIu64 " calls (%.0f/s)\n", last - t0, g_made,
+			       g_made / (last - t0));
 		}
 	}
 	t0 = now_s() - t0;
-	printf("%" PRIu64 " calls in %.1f s (%.0f/s)\n", g_calls, t0, g_calls / t0);
+	printf("%" PRIu64 " calls in %.1f s (%.0f/s)\n", g_made, t0, g_made / t0);
 	snprintf(g_last, sizeof(g_last), "closing both contexts at the end");
 	ctx_close();
 	raw_close();
