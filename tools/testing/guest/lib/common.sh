@@ -254,3 +254,13 @@ single_rping() {
     [ "$n" -ge 20 ] || fail "client printed $n ping lines, expected 20"
     log "rping: $n verified pings"
 }
+
+# kernel_arg NAME DEFAULT: the value of NAME=VALUE on the kernel command line (e.g.
+# tools/qemu/run.sh --append "rrxe.fuzz_count=1000000"), else DEFAULT.
+kernel_arg() {
+    local arg
+    for arg in $(cat /proc/cmdline); do
+        case "$arg" in "$1"=*) echo "${arg#*=}"; return 0 ;; esac
+    done
+    echo "$2"
+}
