@@ -389,6 +389,22 @@ static const char *kind_name(int kind)
 	return kind > 0 && kind <= WK_PEEK ? names[kind] : "?";
 }
 
+/*
+ * Before failing on a verbs error: if the device went away, its DEVICE_FATAL
+ * event may be on its way; wait up to a second for it, so the run ends as
+ * "device gone" rather than with the error it caused.
+ */
+static void settle_async(void)
+{
+	struct pollfd p;
+
+	if (!g.ctx)
+		return;
+	p = (struct pollfd){ .fd = g.ctx->async_fd, .events = POLLIN };
+	poll(&p, 1, 1000);
+	drain_async();
+}
+
 /* Poll up to MAX completions, waiting (bounded) until there is one; errors end the run. */
 static int get_wc(struct ibv_wc *wc, int max, const char *what)
 {
@@ -396,16 +412,22 @@ static int get_wc(struct ibv_wc *wc, int max, const char *what)
 
 	for (;;) {
 		n = ibv_poll_cq(g.cq, max, wc);
-		if (n < 0)
+		if (n < 0) {
+			settle_async();
 			die(EX_FAIL, "ibv_poll_cq failed while %s", what);
+		}
 		if (n > 0)
 			break;
-		if (g.disconnected)
+		if (g.disconnected) {
+			settle_async();
 			die(EX_FAIL, "the peer disconnected while %s", what);
+		}
 		check_deadline(what);
 		if (!g.armed) {
-			if (ibv_req_notify_cq(g.cq, 0))
+			if (ibv_req_notify_cq(g.cq, 0)) {
+				settle_async();
 				die(EX_FAIL, "ibv_req_notify_cq failed");
+			}
 			g.armed = 1;
 			continue;
 		}
@@ -415,7 +437,7 @@ static int get_wc(struct ibv_wc *wc, int max, const char *what)
 		if (wc[i].status == IBV_WC_SUCCESS)
 			continue;
 		/* A flush after the device went away: say so rather than the flush. */
-		drain_async();
+		settle_async();
 		die(EX_FAIL, "%s #%" PRIu64 " completed with %s (vendor_err %u) while %s",
 		    kind_name(WR_KIND(wc[i].wr_id)), WR_IDX(wc[i].wr_id),
 		    ibv_wc_status_str(wc[i].status), wc[i].vendor_err, what);
@@ -429,7 +451,7 @@ static void post_send_wr(struct ibv_send_wr *wr)
 	int rc = ibv_post_send(g.qp, wr, &bad);
 
 	if (rc) {
-		drain_async();
+		settle_async();
 		die(EX_FAIL, "ibv_post_send (%s): %s", kind_name(WR_KIND(wr->wr_id)), strerror(rc));
 	}
 }
@@ -444,8 +466,10 @@ static void post_recv_slot(uint32_t slot)
 	struct ibv_recv_wr wr = { .wr_id = WR_ID(WK_RECV, slot), .sg_list = &sge, .num_sge = 1 }, *bad;
 	int rc = ibv_post_recv(g.qp, &wr, &bad);
 
-	if (rc)
+	if (rc) {
+		settle_async();
 		die(EX_FAIL, "ibv_post_recv: %s", strerror(rc));
+	}
 }
 
 /* One RDMA WRITE/READ or SEND of LEN bytes at buffer offset OFF. */
