@@ -99,3 +99,148 @@ lossy_pair_xfer() {
     log "verified over the lossy link ($XFER_DIRS)"
 }
 
+# ---- teardown under load (one guest, rrxe0 on eth0, traffic looped back)
+
+# td_traffic_start: TD_PAIRS rrxe_xfer client/server pairs, each client repeating its
+# rounds until the device goes (-R 0), and one ib_write_bw pair as more load. Their
+# pids go to TD_XFER ("pid:name ...") and TD_PERF.
+td_traffic_start() {
+    local p gid
+    TD_XFER= TD_PERF=
+    for p in $(seq 1 "$TD_PAIRS"); do
+        rrxe_xfer -s -p $((18600 + p)) -d rrxe0 -t "$TD_LIMIT" > "/tmp/td-s$p.out" 2>&1 &
+        TD_XFER="$TD_XFER $!:td-s$p"
+        rrxe_xfer -c "$RRXE_IP4" -p $((18600 + p)) -d rrxe0 -R 0 -b 1M -m 64K -q 8 -n 200 \
+            -t "$TD_LIMIT" > "/tmp/td-c$p.out" 2>&1 &
+        TD_XFER="$TD_XFER $!:td-c$p"
+    done
+    gid=$(gid_index rrxe0 ipv4) || fail "no RoCE v2 IPv4 GID on rrxe0"
+    ib_write_bw -d rrxe0 -x "$gid" -F -s 65536 -D "$TD_LIMIT" > /tmp/td-bw-s.out 2>&1 &
+    TD_PERF="$!:td-bw-s"
+    wait_for_port 18515 60
+    ib_write_bw -d rrxe0 -x "$gid" -F -s 65536 -D "$TD_LIMIT" "$RRXE_IP4" > /tmp/td-bw-c.out 2>&1 &
+    TD_PERF="$TD_PERF $!:td-bw-c"
+}
+
+# td_flowing: every rrxe_xfer client has moved data (a phase line or progress).
+td_flowing() {
+    local p
+    for p in $(seq 1 "$TD_PAIRS"); do
+        grep -q '^rrxe_xfer\[client\]: write ' "/tmp/td-c$p.out" || return 1
+    done
+}
+
+# td_proc_gone PID: the process has exited (a zombie counts: it left the kernel).
+td_proc_gone() {
+    [ ! -d "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
+}
+
+# td_reap: after the device went away, every rrxe_xfer must end within 60 s with an
+# error exit (1: a completion error, 3: IBV_EVENT_DEVICE_FATAL or the CM's
+# DEVICE_REMOVAL); ib_write_bw may keep polling its dead CQ, but must die at SIGKILL
+# (nothing stuck in the kernel). Counts in TD_FATAL / TD_ERR.
+td_reap() {
+    local e pid name rc n
+    for e in $TD_XFER; do
+        pid=${e%%:*} name=${e#*:} n=0
+        while ! td_proc_gone "$pid"; do
+            n=$((n + 1))
+            if [ $n -ge 300 ]; then
+                log "$name (pid $pid) still running 60 s after the device went away:"
+                grep -E '^(State|wchan)' "/proc/$pid/status" 2>/dev/null
+                cat "/proc/$pid/stack" 2>/dev/null
+                sed "s/^/  $name| /" "/tmp/$name.out" | tail -5
+                fail "cycle $TD_CYCLE: $name did not notice the device's removal"
+            fi
+            sleep 0.2
+        done
+        wait "$pid"
+        rc=$?
+        case $rc in
+            3) TD_FATAL=$((TD_FATAL + 1)) ;;
+            1) TD_ERR=$((TD_ERR + 1)) ;;
+            *) sed "s/^/  $name| /" "/tmp/$name.out" | tail -10
+               fail "cycle $TD_CYCLE: $name ended with rc=$rc, not an error exit" ;;
+        esac
+        grep -q 'IBV_EVENT_DEVICE_FATAL' "/tmp/$name.out" && TD_SAW_FATAL=$((TD_SAW_FATAL + 1))
+        [ "$TD_CYCLE" = 1 ] && sed "s/^/  $name| /" "/tmp/$name.out" | tail -2
+    done
+    for e in $TD_PERF; do
+        pid=${e%%:*} name=${e#*:} n=0
+        while ! td_proc_gone "$pid" && [ $n -lt 25 ]; do n=$((n + 1)); sleep 0.2; done
+        td_proc_gone "$pid" || kill -9 "$pid" 2>/dev/null
+        n=0
+        while ! td_proc_gone "$pid"; do
+            n=$((n + 1))
+            if [ $n -ge 50 ]; then
+                grep -E '^State' "/proc/$pid/status"
+                cat "/proc/$pid/stack" 2>/dev/null
+                fail "cycle $TD_CYCLE: $name (pid $pid) survives SIGKILL: stuck in the kernel"
+            fi
+            sleep 0.2
+        done
+        wait "$pid" 2>/dev/null
+    done
+}
+
+# teardown_under_load REMOVE RECREATE: rrxe.teardown_cycles= (default 10) cycles of:
+# traffic on rrxe0, REMOVE (a shell function) while it flows, every process ends
+# (td_reap), RECREATE brings rrxe0 back ACTIVE. Then a short verified transfer on the
+# re-created device. Every command is bounded. rrxe.teardown_pairs= rrxe_xfer pairs
+# (default 2), rrxe.teardown_limit= seconds for each traffic process (default 300).
+teardown_under_load() {
+    local remove=$1 recreate=$2 i t0 t1 t2 t3 start srv rc
+    TD_CYCLES=$(kernel_arg rrxe.teardown_cycles 10)
+    TD_PAIRS=$(kernel_arg rrxe.teardown_pairs 2)
+    TD_LIMIT=$(kernel_arg rrxe.teardown_limit 300)
+    TD_FATAL=0 TD_ERR=0 TD_SAW_FATAL=0
+    log "$TD_CYCLES cycles of $remove under load ($TD_PAIRS rrxe_xfer pairs and ib_write_bw)"
+    start=$(date +%s)
+    for i in $(seq 1 "$TD_CYCLES"); do
+        TD_CYCLE=$i
+        t0=$(date +%s)
+        td_traffic_start
+        wait_for 120 td_flowing || {
+            for f in /tmp/td-c*.out; do sed "s|^|  $f| |" "$f" | tail -5; done
+            fail "cycle $i: no data moved within 120 s"; }
+        # Vary the moment of removal within the transfer.
+        sleep "0.$((i * 37 % 10))"
+        t1=$(date +%s)
+        $remove || fail "cycle $i: $remove failed (rc=$?)"
+        t2=$(date +%s)
+        td_reap
+        $recreate || fail "cycle $i: $recreate failed"
+        t3=$(date +%s)
+        log "cycle $i: traffic up in $((t1 - t0))s, $remove $((t2 - t1))s," \
+            "processes ended in $((t3 - t2))s with re-creation, cycle $((t3 - t0))s"
+    done
+    log "$TD_CYCLES cycles in $(( $(date +%s) - start ))s; rrxe_xfer endings: $TD_FATAL device gone," \
+        "$TD_ERR completion error; $TD_SAW_FATAL saw IBV_EVENT_DEVICE_FATAL"
+    # The re-created device works.
+    bg_start td-final-s timeout 150 rrxe_xfer -s -p 18700 -d rrxe0 -t 120
+    srv=$BG_PID
+    retry 3 1 timeout 150 rrxe_xfer -c "$RRXE_IP4" -p 18700 -d rrxe0 -b 4M -m 256K -n 1000 -t 120 \
+        > /tmp/td-final-c.out 2>&1
+    rc=$?
+    sed 's/^/  td-final-c| /' /tmp/td-final-c.out
+    [ $rc = 0 ] || fail "transfer on the re-created device: client rc=$rc"
+    bg_wait "$srv" td-final-s 60 || fail "transfer on the re-created device: server failed"
+    log "a verified transfer on the re-created rrxe0 after $TD_CYCLES cycles"
+}
+
+# td_link_delete / td_link_add: `rdma link delete rrxe0` and back (bounded).
+td_link_delete() { timeout 60 rdma link delete rrxe0; }
+td_link_add() {
+    timeout 60 rdma link add rrxe0 type rrxe netdev "$RRXE_NETDEV" || return 1
+    wait_for 20 rdma_dev_ready rrxe0
+}
+
+# td_rmmod / td_insmod: unload rrxe (its device with it) and load it again (bounded).
+td_rmmod() {
+    timeout 60 rmmod rrxe || return 1
+    ! grep -q '^rrxe ' /proc/modules
+}
+td_insmod() {
+    timeout 60 insmod /rrxe/rrxe.ko || return 1
+    td_link_add
+}
