@@ -78,7 +78,7 @@ xfer_client() {
 # server, then B of A's; ab or ba for one of them). Passes only if every transfer
 # verified and netem really dropped packets.
 lossy_pair_xfer() {
-    local rc d
+    local rc d bad=
     xfer_params
     netem_on
     wait_for_peer_ping 120
@@ -86,16 +86,19 @@ lossy_pair_xfer() {
         case "$d$RRXE_ROLE" in
             aba|bab) xfer_client "xfer-$d" "$RRXE_PEER_IP4" 18600
                      rc=$?
-                     [ $rc = 0 ] || fail "$d: client rc=$rc" ;;
+                     [ $rc = 0 ] || bad="$d: client rc=$rc" ;;
             abb|baa) xfer_server "xfer-$d-server" 18600
                      bg_wait "$BG_PID" "xfer-$d-server" $((XFER_LIMIT + 40))
                      rc=$?
-                     [ $rc = 0 ] || fail "$d: server rc=$rc" ;;
+                     [ $rc = 0 ] || bad="$d: server rc=$rc" ;;
             *) fail "rrxe.xfer_dirs: '$d' is neither ab nor ba" ;;
         esac
+        [ -z "$bad" ] || break
     done
+    # The counters and the link's statistics also explain a failure.
     show_counters
     netem_report
+    [ -z "$bad" ] || fail "$bad"
     log "verified over the lossy link ($XFER_DIRS)"
 }
 
@@ -110,8 +113,8 @@ td_traffic_start() {
     for p in $(seq 1 "$TD_PAIRS"); do
         rrxe_xfer -s -p $((18600 + p)) -d rrxe0 -t "$TD_LIMIT" > "/tmp/td-s$p.out" 2>&1 &
         TD_XFER="$TD_XFER $!:td-s$p"
-        rrxe_xfer -c "$RRXE_IP4" -p $((18600 + p)) -d rrxe0 -R 0 -b 1M -m 64K -q 8 -n 200 \
-            -t "$TD_LIMIT" > "/tmp/td-c$p.out" 2>&1 &
+        rrxe_xfer -c "$RRXE_IP4" -p $((18600 + p)) -d rrxe0 -R 0 -b 256K -m 64K -q 8 -n 100 \
+            -T "$TD_ACK_TIMEOUT" -t "$TD_LIMIT" > "/tmp/td-c$p.out" 2>&1 &
         TD_XFER="$TD_XFER $!:td-c$p"
     done
     gid=$(gid_index rrxe0 ipv4) || fail "no RoCE v2 IPv4 GID on rrxe0"
@@ -127,6 +130,18 @@ td_flowing() {
     local p
     for p in $(seq 1 "$TD_PAIRS"); do
         grep -q '^rrxe_xfer\[client\]: write ' "/tmp/td-c$p.out" || return 1
+    done
+}
+
+# td_all_running: every traffic process is still there (none failed on its own
+# before the removal); fails the test with the output of one that is not.
+td_all_running() {
+    local e pid name
+    for e in $TD_XFER $TD_PERF; do
+        pid=${e%%:*} name=${e#*:}
+        td_proc_gone "$pid" || continue
+        sed "s/^/  $name| /" "/tmp/$name.out" | tail -10
+        fail "cycle $TD_CYCLE: $name ended before the device was removed"
     done
 }
 
@@ -188,11 +203,18 @@ td_reap() {
 # (td_reap), RECREATE brings rrxe0 back ACTIVE. Then a short verified transfer on the
 # re-created device. Every command is bounded. rrxe.teardown_pairs= rrxe_xfer pairs
 # (default 2), rrxe.teardown_limit= seconds for each traffic process (default 300).
+# rrxe_xfer runs with ACK timeout rrxe.teardown_ack_timeout= (default 18, 1.07 s): this
+# test is about removal, and a slow debug guest must not lose its traffic to
+# retransmission timeouts before the removal (every process must still run then).
+# A removal or re-creation that takes over 30 s gets the kernel stacks of blocked
+# tasks printed; at rrxe.teardown_cmd_timeout= seconds (default 120) it fails the test.
 teardown_under_load() {
-    local remove=$1 recreate=$2 i t0 t1 t2 t3 start srv rc
+    local remove=$1 recreate=$2 i t0 t1 t2 t3 t4 start srv rc
     TD_CYCLES=$(kernel_arg rrxe.teardown_cycles 10)
     TD_PAIRS=$(kernel_arg rrxe.teardown_pairs 2)
     TD_LIMIT=$(kernel_arg rrxe.teardown_limit 300)
+    TD_CMD_TIMEOUT=$(kernel_arg rrxe.teardown_cmd_timeout 120)
+    TD_ACK_TIMEOUT=$(kernel_arg rrxe.teardown_ack_timeout 18)
     TD_FATAL=0 TD_ERR=0 TD_SAW_FATAL=0
     log "$TD_CYCLES cycles of $remove under load ($TD_PAIRS rrxe_xfer pairs and ib_write_bw)"
     start=$(date +%s)
@@ -205,22 +227,24 @@ teardown_under_load() {
             fail "cycle $i: no data moved within 120 s"; }
         # Vary the moment of removal within the transfer.
         sleep "0.$((i * 37 % 10))"
+        td_all_running
         t1=$(date +%s)
         $remove || fail "cycle $i: $remove failed (rc=$?)"
         t2=$(date +%s)
         td_reap
-        $recreate || fail "cycle $i: $recreate failed"
         t3=$(date +%s)
-        log "cycle $i: traffic up in $((t1 - t0))s, $remove $((t2 - t1))s," \
-            "processes ended in $((t3 - t2))s with re-creation, cycle $((t3 - t0))s"
+        $recreate || fail "cycle $i: $recreate failed"
+        t4=$(date +%s)
+        log "cycle $i: traffic up $((t1 - t0))s, $remove $((t2 - t1))s, processes gone" \
+            "$((t3 - t2))s, $recreate $((t4 - t3))s, cycle $((t4 - t0))s"
     done
     log "$TD_CYCLES cycles in $(( $(date +%s) - start ))s; rrxe_xfer endings: $TD_FATAL device gone," \
         "$TD_ERR completion error; $TD_SAW_FATAL saw IBV_EVENT_DEVICE_FATAL"
     # The re-created device works.
     bg_start td-final-s timeout 150 rrxe_xfer -s -p 18700 -d rrxe0 -t 120
     srv=$BG_PID
-    retry 3 1 timeout 150 rrxe_xfer -c "$RRXE_IP4" -p 18700 -d rrxe0 -b 4M -m 256K -n 1000 -t 120 \
-        > /tmp/td-final-c.out 2>&1
+    timeout 150 rrxe_xfer -c "$RRXE_IP4" -p 18700 -d rrxe0 -b 4M -m 256K -n 1000 \
+        -T "$TD_ACK_TIMEOUT" -t 120 > /tmp/td-final-c.out 2>&1
     rc=$?
     sed 's/^/  td-final-c| /' /tmp/td-final-c.out
     [ $rc = 0 ] || fail "transfer on the re-created device: client rc=$rc"
@@ -228,19 +252,47 @@ teardown_under_load() {
     log "a verified transfer on the re-created rrxe0 after $TD_CYCLES cycles"
 }
 
-# td_link_delete / td_link_add: `rdma link delete rrxe0` and back (bounded).
-td_link_delete() { timeout 60 rdma link delete rrxe0; }
+# td_bounded SECONDS CMD...: run CMD under timeout SECONDS; if it is still running
+# after 30 s, show where it waits in the kernel (once). Returns CMD's rc (124/143: the
+# timeout struck).
+td_bounded() {
+    local secs=$1 pid t0 told= rc
+    shift
+    timeout "$secs" "$@" &
+    pid=$!
+    t0=$(date +%s)
+    while ! td_proc_gone "$pid"; do
+        if [ -z "$told" ] && [ $(( $(date +%s) - t0 )) -ge 30 ]; then
+            told=1
+            log "still waiting after 30 s: $*"
+            for t in /proc/[0-9]*; do
+                grep -q '^State:.*D' "$t/status" 2>/dev/null || continue
+                echo "  pid ${t#/proc/} ($(cat "$t/comm")) in D state:"
+                sed 's/^/    /' "$t/stack" 2>/dev/null
+            done
+        fi
+        sleep 0.2
+    done
+    wait "$pid"
+    rc=$?
+    [ -n "$told" ] && log "$* took $(( $(date +%s) - t0 )) s (rc=$rc)"
+    return $rc
+}
+
+# td_link_delete / td_link_add: `rdma link delete rrxe0` and back (bounded by
+# rrxe.teardown_cmd_timeout=, default 120 s).
+td_link_delete() { td_bounded "$TD_CMD_TIMEOUT" rdma link delete rrxe0; }
 td_link_add() {
-    timeout 60 rdma link add rrxe0 type rrxe netdev "$RRXE_NETDEV" || return 1
+    td_bounded "$TD_CMD_TIMEOUT" rdma link add rrxe0 type rrxe netdev "$RRXE_NETDEV" || return 1
     wait_for 20 rdma_dev_ready rrxe0
 }
 
 # td_rmmod / td_insmod: unload rrxe (its device with it) and load it again (bounded).
 td_rmmod() {
-    timeout 60 rmmod rrxe || return 1
+    td_bounded "$TD_CMD_TIMEOUT" rmmod rrxe || return 1
     ! grep -q '^rrxe ' /proc/modules
 }
 td_insmod() {
-    timeout 60 insmod /rrxe/rrxe.ko || return 1
+    td_bounded "$TD_CMD_TIMEOUT" insmod /rrxe/rrxe.ko || return 1
     td_link_add
 }
