@@ -111,17 +111,19 @@ td_traffic_start() {
     local p gid
     TD_XFER= TD_PERF=
     for p in $(seq 1 "$TD_PAIRS"); do
-        rrxe_xfer -s -p $((18600 + p)) -d rrxe0 -t "$TD_LIMIT" > "/tmp/td-s$p.out" 2>&1 &
+        rrxe_xfer -s -p $((18600 + p)) -d rrxe0 -T "$TD_ACK_TIMEOUT" -t "$TD_LIMIT" \
+            > "/tmp/td-s$p.out" 2>&1 &
         TD_XFER="$TD_XFER $!:td-s$p"
         rrxe_xfer -c "$RRXE_IP4" -p $((18600 + p)) -d rrxe0 -R 0 -b 256K -m 64K -q 8 -n 100 \
             -T "$TD_ACK_TIMEOUT" -t "$TD_LIMIT" > "/tmp/td-c$p.out" 2>&1 &
         TD_XFER="$TD_XFER $!:td-c$p"
     done
     gid=$(gid_index rrxe0 ipv4) || fail "no RoCE v2 IPv4 GID on rrxe0"
-    ib_write_bw -d rrxe0 -x "$gid" -F -s 65536 -D "$TD_LIMIT" > /tmp/td-bw-s.out 2>&1 &
+    # -e: wait for completion events; busy polling would starve the guest's CPUs.
+    ib_write_bw -d rrxe0 -x "$gid" -F -e -s 65536 -D "$TD_LIMIT" > /tmp/td-bw-s.out 2>&1 &
     TD_PERF="$!:td-bw-s"
     wait_for_port 18515 60
-    ib_write_bw -d rrxe0 -x "$gid" -F -s 65536 -D "$TD_LIMIT" "$RRXE_IP4" > /tmp/td-bw-c.out 2>&1 &
+    ib_write_bw -d rrxe0 -x "$gid" -F -e -s 65536 -D "$TD_LIMIT" "$RRXE_IP4" > /tmp/td-bw-c.out 2>&1 &
     TD_PERF="$TD_PERF $!:td-bw-c"
 }
 
@@ -241,7 +243,7 @@ teardown_under_load() {
     log "$TD_CYCLES cycles in $(( $(date +%s) - start ))s; rrxe_xfer endings: $TD_FATAL device gone," \
         "$TD_ERR completion error; $TD_SAW_FATAL saw IBV_EVENT_DEVICE_FATAL"
     # The re-created device works.
-    bg_start td-final-s timeout 150 rrxe_xfer -s -p 18700 -d rrxe0 -t 120
+    bg_start td-final-s timeout 150 rrxe_xfer -s -p 18700 -d rrxe0 -T "$TD_ACK_TIMEOUT" -t 120
     srv=$BG_PID
     timeout 150 rrxe_xfer -c "$RRXE_IP4" -p 18700 -d rrxe0 -b 4M -m 256K -n 1000 \
         -T "$TD_ACK_TIMEOUT" -t 120 > /tmp/td-final-c.out 2>&1

@@ -2,7 +2,7 @@
 /*
  * rrxe_xfer: verified RC transfers between two endpoints, connected by rdma_cm.
  *
- * usage: rrxe_xfer -s [-p PORT] [-d DEV] [-t SECONDS] [-v]
+ * usage: rrxe_xfer -s [-p PORT] [-d DEV] [-T ACK_TIMEOUT] [-t SECONDS] [-v]
  *        rrxe_xfer -c ADDR [-p PORT] [-d DEV] [-b BYTES] [-m MSG_SIZE] [-q DEPTH]
  *                  [-n ATOMICS] [-R ROUNDS] [-S SEED] [-T ACK_TIMEOUT] [-t SECONDS] [-v]
  *                  [-F write|read|send|atomic]
@@ -1405,7 +1405,7 @@ static uint64_t parse_size(const char *s, const char *opt)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: rrxe_xfer -s [-p PORT] [-d DEV] [-t SECONDS] [-v]\n"
+		"usage: rrxe_xfer -s [-p PORT] [-d DEV] [-T ACK_TIMEOUT] [-t SECONDS] [-v]\n"
 		"       rrxe_xfer -c ADDR [-p PORT] [-d DEV] [-b BYTES] [-m MSG_SIZE] [-q DEPTH]\n"
 		"                 [-n ATOMICS] [-R ROUNDS] [-S SEED] [-T ACK_TIMEOUT] [-t SECONDS] [-v]\n"
 		"                 [-F write|read|send|atomic]\n");
