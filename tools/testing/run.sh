@@ -2,15 +2,20 @@
 # Run guest tests, each in its own fresh QEMU boot (sequentially).
 #
 # usage: tools/testing/run.sh [--variant normal|debug] [--kernel KDIR] [--kernel-b KDIR]
-#                             [--selftest] [TEST...]
+#                             [--append ARGS] [--selftest] [TEST...]
 #   TEST      a script name (rxe_rping), file name or path; default: every
 #             tools/testing/guest/*.sh
+#   --append ARGS  more kernel command line for every guest of every test, after the
+#             test's own (e.g. rrxe.xfer_bytes=64M for the rrxe_xfer tests)
 #   --selftest  run the harness self-tests (tools/testing/selftest/*.sh) instead; each
 #             declares "# expect: PASS|FAIL <reason prefix>" (or "# expect-VARIANT:"
 #             for one kernel variant) and the run succeeds only
 #             if every outcome is the expected one (results: $RRXE_OUT/selftest-results.txt)
 #
 # Test script headers:  # topology: single|pair    # timeout: SECONDS (default 300)
+#                       # append: ARGS      kernel command line for both guests
+#                       # append-b: ARGS    guest B's instead (default: append's), e.g.
+#                       #   "# append: rrxe.driver=rrxe" + "# append-b: rrxe.driver=rxe"
 # The debug variant (KASAN, lockdep, kmemleak under TCG) multiplies timeouts by
 # RRXE_TIMEOUT_SCALE (default 4; 1 for normal).
 # Pair tests run the same script in guests A and B ($RRXE_ROLE=a|b); both must pass.
@@ -25,12 +30,13 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 die() { printf 'testing: ERROR: %s\n' "$*" >&2; exit 2; }
 
-variant=normal kernel_a= kernel_b= selftest=0 names=()
+variant=normal kernel_a= kernel_b= selftest=0 append= names=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --variant) variant=$2; shift 2 ;;
         --kernel) kernel_a=$2; shift 2 ;;
         --kernel-b) kernel_b=$2; shift 2 ;;
+        --append) append=$2; shift 2 ;;
         --selftest) selftest=1; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) die "unknown option $1" ;;
@@ -98,6 +104,13 @@ for t in "${tests[@]}"; do
     topo=$(header "$t" topology single)
     tmo=$(( $(header "$t" timeout 300) * scale ))
     args=(--test "$name" --timeout "$tmo" --kernel "$kernel_a" --log-dir "$RRXE_OUT/logs/$variant/$name")
+    # Kernel command line: the test's headers, then --append.
+    karg_a=$(header "$t" append "")
+    karg_b=$(header "$t" append-b "$karg_a")
+    karg_a=$(echo $karg_a $append)
+    karg_b=$(echo $karg_b $append)
+    [ -n "$karg_a" ] && args+=(--append "$karg_a")
+    [ "$karg_b" != "$karg_a" ] && args+=(--append-b "$karg_b")
     case "$topo" in
         single) ;;
         pair) args+=(--pair) ;;

@@ -1,0 +1,14 @@
+#!/bin/sh
+# rrxe on both guests: rrxe_xfer's verified RC transfers (RDMA WRITE, READ and SEND,
+# fetch-and-adds that must count exactly once, a compare-and-swap chain) over a link
+# that loses 10% of the packets in each direction and delays, reorders, duplicates
+# and corrupts others (netem on both guests' eth0); A is the client of B, then B of
+# A. Baseline: rxe_pair_lossy. Sizes and impairments: lib/xfer.sh.
+# topology: pair
+# append: rrxe.driver=rrxe
+# timeout: 900
+. "$RRXE_LIB"
+. "${RRXE_LIB%/*}/xfer.sh"
+
+load_driver
+lossy_pair_xfer
