@@ -124,6 +124,21 @@ impl Endpoints {
         udp[7] = 0;
         Ok(())
     }
+
+    /// Whether a received datagram whose IP header starts `ip` came the
+    /// other way along these endpoints: from `dst` to `src`. A header too
+    /// short for its version, or of the other family, does not.
+    pub fn is_reply(&self, ip: &[u8]) -> bool {
+        match (self.src, self.dst, ip.first().map(|b| b >> 4)) {
+            (IpAddr::V4(src), IpAddr::V4(dst), Some(4)) => {
+                ip.get(12..16) == Some(&dst[..]) && ip.get(16..20) == Some(&src[..])
+            }
+            (IpAddr::V6(src), IpAddr::V6(dst), Some(6)) => {
+                ip.get(8..24) == Some(&dst[..]) && ip.get(24..40) == Some(&src[..])
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The route of one flow of datagrams, looked up on first use and cached

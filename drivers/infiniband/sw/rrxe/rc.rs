@@ -343,6 +343,11 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
     while received < RX_BUDGET {
         let Some(skb) = core.next_packet() else { break };
         received = received.saturating_add(1);
+        if !path.is_from_peer(&skb) {
+            // A connected QP hears only its peer (as rxe's check_addr).
+            dp.drop_packet(Counter::RcvdHdrErr);
+            continue;
+        }
         let handled = with_packet(&skb, |pkt| {
             if pkt.info.has(mask::RWR) && rc.recv_queued() == 0 {
                 let mut buf = [0u8; wqe::RECV_WQE_READ_ALL];

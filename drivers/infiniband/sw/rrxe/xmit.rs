@@ -112,6 +112,13 @@ impl Path {
         })
     }
 
+    /// Whether `skb`, received (its network header set), came from the
+    /// other end of this path to this end, as a connected QP's packets
+    /// must: anything else on its QP number is someone else's.
+    pub(crate) fn is_from_peer(&self, skb: &SkBuff) -> bool {
+        self.ep.is_reply(skb.network_header())
+    }
+
     /// Sends `pkt` to the QP `dest_qpn` at the other end. `depth` is how
     /// deep the caller is in QP runs nested by local delivery (0 when the
     /// caller runs on its own). A packet that cannot be sent is lost, as
