@@ -119,11 +119,10 @@ td_traffic_start() {
         TD_XFER="$TD_XFER $!:td-c$p"
     done
     gid=$(gid_index rrxe0 ipv4) || fail "no RoCE v2 IPv4 GID on rrxe0"
-    # -e: wait for completion events; busy polling would starve the guest's CPUs.
-    ib_write_bw -d rrxe0 -x "$gid" -F -e -s 65536 -D "$TD_LIMIT" > /tmp/td-bw-s.out 2>&1 &
+    ib_write_bw -d rrxe0 -x "$gid" -F -s 65536 -D "$TD_LIMIT" > /tmp/td-bw-s.out 2>&1 &
     TD_PERF="$!:td-bw-s"
     wait_for_port 18515 60
-    ib_write_bw -d rrxe0 -x "$gid" -F -e -s 65536 -D "$TD_LIMIT" "$RRXE_IP4" > /tmp/td-bw-c.out 2>&1 &
+    ib_write_bw -d rrxe0 -x "$gid" -F -s 65536 -D "$TD_LIMIT" "$RRXE_IP4" > /tmp/td-bw-c.out 2>&1 &
     TD_PERF="$TD_PERF $!:td-bw-c"
 }
 
@@ -289,12 +288,13 @@ td_link_add() {
     wait_for 20 rdma_dev_ready rrxe0
 }
 
-# td_rmmod / td_insmod: unload rrxe (its device with it) and load it again (bounded).
+# td_rmmod / td_modprobe: unload rrxe (its device with it) and load it again with
+# modprobe, as a user would (bounded).
 td_rmmod() {
     td_bounded "$TD_CMD_TIMEOUT" rmmod rrxe || return 1
     ! grep -q '^rrxe ' /proc/modules
 }
-td_insmod() {
-    td_bounded "$TD_CMD_TIMEOUT" insmod /rrxe/rrxe.ko || return 1
+td_modprobe() {
+    td_bounded "$TD_CMD_TIMEOUT" modprobe rrxe || return 1
     td_link_add
 }

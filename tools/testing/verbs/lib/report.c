@@ -21,6 +21,7 @@ void vlog(const char *fmt, ...)
 	vprintf(fmt, ap);
 	fputc('\n', stdout);
 	va_end(ap);
+	fflush(stdout);
 }
 
 const char *errname(int e)

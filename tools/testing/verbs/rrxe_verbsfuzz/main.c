@@ -54,7 +54,6 @@ const char *const call_names[NCALLS] = { CALLS(CALL_NAME) };
 #undef CALL_NAME
 
 uint64_t g_rng;
-int g_verbose;
 char g_last[256];
 struct areas g_mem;
 

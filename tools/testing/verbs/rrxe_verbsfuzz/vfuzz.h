@@ -74,7 +74,7 @@ void record(enum call c, int err);
 void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void failf(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
-extern int g_verbose;
+extern int g_verbose;		/* lib/report.c */
 extern char g_last[256];	/* the call in progress, for crash reports */
 
 /* raw.c: straight to the uverbs file descriptor */

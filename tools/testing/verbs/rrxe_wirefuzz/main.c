@@ -68,7 +68,6 @@
 #include "fuzz.h"
 
 struct live_view g_live = { .lock = PTHREAD_MUTEX_INITIALIZER };
-int g_verbose;
 uint64_t g_seed;
 char g_replay[512];
 double g_op_timeout = 30;
@@ -87,20 +86,6 @@ static const char *const other_counters[] = {
 };
 #define NDROP 3
 #define NOTHER (sizeof(other_counters) / sizeof(other_counters[0]))
-
-void vlog(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!g_verbose)
-		return;
-	va_start(ap, fmt);
-	fputs("# ", stdout);
-	vprintf(fmt, ap);
-	fputc('\n', stdout);
-	va_end(ap);
-	fflush(stdout);
-}
 
 static void __attribute__((noreturn)) fail_exit(const char *msg)
 {

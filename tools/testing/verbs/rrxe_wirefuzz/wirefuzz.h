@@ -158,7 +158,7 @@ struct live_view {
 extern struct live_view g_live;
 
 /* Options and environment shared by the files. */
-extern int g_verbose;
+extern int g_verbose;		/* lib/report.c */
 extern uint64_t g_seed;
 extern char g_replay[512];
 
