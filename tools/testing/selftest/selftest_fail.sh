@@ -1,6 +1,6 @@
 #!/bin/sh
 # Harness self-test: a broken test (non-zero exit) must fail the run.
 # topology: single
-# timeout: 60
+# timeout: 240
 # expect: FAIL guest a: FAIL rc=3
 exit 3

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Harness self-test: in a pair test, guest B failing fails the run though A passes.
 # topology: pair
-# timeout: 60
+# timeout: 240
 # expect: FAIL guest b: FAIL rc=4
 [ "$RRXE_ROLE" = b ] && exit 4
 exit 0

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Harness self-test (control): a test that passes.
 # topology: single
-# timeout: 60
+# timeout: 240
 # expect: PASS
 . "$RRXE_LIB"
 log "nothing to do"

@@ -3,7 +3,7 @@
 # Loads rrxe_selftest_warn.ko (built by tools/testing/run.sh --selftest), whose
 # init calls WARN().
 # topology: single
-# timeout: 60
+# timeout: 240
 # expect: FAIL kernel splat: guest a: [
 . "$RRXE_LIB"
 run insmod /rrxe/selftest/rrxe_selftest_warn.ko
