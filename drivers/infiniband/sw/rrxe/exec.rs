@@ -93,7 +93,7 @@ pub(crate) struct Live {
     pub(crate) sgid: [u8; 16],
     /// Destination MAC of the address vector (ib_core resolved it).
     pub(crate) dmac: [u8; 6],
-    /// RC QPs from RTR on.
+    /// RC and UC QPs from RTR on.
     pub(crate) conn: Option<Conn>,
     /// UD and GSI QPs from RTR on.
     pub(crate) ud: Option<Ud>,
@@ -244,6 +244,11 @@ impl QpCore {
     pub(crate) fn is_ud(&self) -> bool {
         self.info.qp_type == b::ib_qp_type_IB_QPT_UD
             || self.info.qp_type == b::ib_qp_type_IB_QPT_GSI
+    }
+
+    /// Whether the QP is connected (RC or UC): [`crate::rc`] runs it.
+    pub(crate) fn is_connected(&self) -> bool {
+        self.info.qp_type == b::ib_qp_type_IB_QPT_RC || self.info.qp_type == b::ib_qp_type_IB_QPT_UC
     }
 
     /// The next received packet, if any.

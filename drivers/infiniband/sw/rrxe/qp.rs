@@ -16,7 +16,7 @@ use crate::{
     exec::{Attrs, Live, QpCore, QpInfo},
     index::Index,
     params as p,
-    proto::{QpConfig, RemoteAccess},
+    proto::{QpConfig, RemoteAccess, Transport},
     queue::{Queue, Side},
     rc::{Conn, ConnCaps},
     rdma::{
@@ -434,7 +434,7 @@ impl Qp {
 
     /// Moves the QP's datapath along a state transition already validated.
     fn enter(&self, st: &mut Live, cur: u32, next: u32) -> Result {
-        let is_rc = self.core.info.qp_type == b::ib_qp_type_IB_QPT_RC;
+        let connected = self.core.is_connected();
         match next {
             b::ib_qp_state_IB_QPS_RESET => {
                 st.conn = None;
@@ -444,7 +444,7 @@ impl Qp {
                     rq.clear();
                 }
             }
-            b::ib_qp_state_IB_QPS_RTR if is_rc && cur == b::ib_qp_state_IB_QPS_INIT => {
+            b::ib_qp_state_IB_QPS_RTR if connected && cur == b::ib_qp_state_IB_QPS_INIT => {
                 st.conn = Some(self.connect(st)?);
             }
             b::ib_qp_state_IB_QPS_RTR if self.core.is_ud() && st.ud.is_none() => {
@@ -478,7 +478,9 @@ impl Qp {
         Ok(())
     }
 
-    /// Builds the RC engine at the move to RTR, from the attributes so far.
+    /// Builds the RC or UC engine at the move to RTR, from the attributes
+    /// so far. (A UC QP's retry, timeout and RD attributes are never set;
+    /// the UC engine does not use them.)
     fn connect(&self, st: &Live) -> Result<Conn> {
         let a = &st.attrs.0;
         let mtu = 128u32
@@ -498,7 +500,13 @@ impl Qp {
             dmac: st.dmac,
         };
         let path = Path::new(&self.dp, &to, sport, true)?;
+        let transport = if self.core.info.qp_type == b::ib_qp_type_IB_QPT_UC {
+            Transport::Uc
+        } else {
+            Transport::Rc
+        };
         let cfg = QpConfig {
+            transport,
             qpn,
             dest_qpn: dest,
             pkey: p::DEFAULT_PKEY,
@@ -550,6 +558,20 @@ impl Qp {
     pub(crate) fn post_send(&self, wr: &KSendWr<'_, RrxeDev>) -> Result {
         let state = self.core.state.load(Ordering::Acquire);
         if state < b::ib_qp_state_IB_QPS_RTS {
+            return Err(EINVAL);
+        }
+        // As rxe, a READ or an atomic on a UC QP fails at the post (user
+        // space's fail in the engine, with IB_WC_LOC_QP_OP_ERR).
+        if self.core.info.qp_type == b::ib_qp_type_IB_QPT_UC
+            && !matches!(
+                wr.opcode(),
+                b::ib_wr_opcode_IB_WR_SEND
+                    | b::ib_wr_opcode_IB_WR_SEND_WITH_IMM
+                    | b::ib_wr_opcode_IB_WR_SEND_WITH_INV
+                    | b::ib_wr_opcode_IB_WR_RDMA_WRITE
+                    | b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
+            )
+        {
             return Err(EINVAL);
         }
         let mut wqe = [0u8; wqe::SEND_WQE_READ];

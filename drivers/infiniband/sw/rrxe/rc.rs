@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A connected RC QP: the protocol core's RC engine, fed from the QP's
-//! rings and received packets, its packets sent along its [`Path`] and its
-//! completions put into the QP's CQs.
+//! A connected QP, RC or UC: the protocol core's connected engine, fed from
+//! the QP's rings and received packets, its packets sent along its [`Path`]
+//! and its completions put into the QP's CQs. The engine's configuration
+//! says which transport it speaks; this file does the same for both.
 //!
 //! The engine's queues are sized by the QP: as many send requests in
 //! flight as the send queue holds (up to [`MAX_WINDOW`]), and as many
@@ -16,8 +17,8 @@ use crate::{
     proto::{
         opcode::mask, parse_payload, Access, AtomicResult, Buffers, CompletionSink, Counters, Env,
         MemoryAccess, NakCode, Packet as RocePacket, Payload, QpConfig, QpState, RecvWr,
-        RemoteAccess, Response, SendWqe, SendWr, Slots, Storage, TxSink, WcOpcode, WcStatus,
-        WorkCompletion,
+        RemoteAccess, Response, SendWqe, SendWr, Slots, Storage, Transport, TxSink, WcOpcode,
+        WcStatus, WorkCompletion,
     },
     rdma::{bindings as b, driver::CqRef},
     staging::Staging,
@@ -29,7 +30,7 @@ use crate::{
 use core::cell::Cell;
 use kernel::{prelude::*, sync::Arc};
 
-/// Most send requests one RC engine holds in flight; a deeper send queue
+/// Most send requests one engine holds in flight; a deeper send queue
 /// keeps the rest in the ring until the window has room.
 pub(crate) const MAX_WINDOW: u32 = 16384;
 /// Receive WQEs the engine takes ahead of the packets that consume them.
@@ -72,10 +73,10 @@ impl Storage for Heap {
     type Atomic = HeapSlots<AtomicResult>;
 }
 
-/// The RC engine of the protocol core, queues on the heap.
+/// The connected (RC or UC) engine of the protocol core, queues on the heap.
 type RcEngine = crate::proto::Qp<Heap>;
 
-/// A connected RC QP's engine and where its packets go.
+/// A connected QP's engine and where its packets go.
 pub(crate) struct Conn {
     rc: KBox<RcEngine>,
     path: Path,
@@ -239,7 +240,16 @@ impl TxSink for Tx<'_> {
 /// Checks a send request's local buffer (key, protection domain, access,
 /// bounds) and length before it enters the engine; the error is the
 /// completion status the request then gets.
-fn validate_send(mem: &mut dyn MemoryAccess, wr: &SendWr) -> Result<(), WcStatus> {
+fn validate_send(
+    mem: &mut dyn MemoryAccess,
+    wr: &SendWr,
+    transport: Transport,
+) -> Result<(), WcStatus> {
+    // An operation the transport lacks (a READ on UC) fails as in rxe's
+    // requester, whatever its buffer.
+    if !wr.op.carried_by(transport) {
+        return Err(WcStatus::LocQpOpErr);
+    }
     if wr.sge.length > p::MAX_MSG_SIZE {
         return Err(WcStatus::LocLenErr);
     }
@@ -279,7 +289,7 @@ fn with_packet<R>(skb: &SkBuff, f: impl FnOnce(&RocePacket<'_>) -> R) -> Option<
     Some(f(&pkt))
 }
 
-/// One run of a connected RC QP: the packets that arrived, the requests
+/// One run of a connected QP: the packets that arrived, the requests
 /// posted, the timers, and what the engine has to send.
 pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
     let Live {
@@ -404,7 +414,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
                             wr.sge.length = 8;
                         }
                         let mut mem = staging.memory(dp.regions.for_pd(core.info.pd));
-                        validate_send(&mut mem, &wr)
+                        validate_send(&mut mem, &wr, rc.config().transport)
                             .map(|()| wr)
                             .map_err(|st| (wr, st))
                     }

@@ -72,6 +72,21 @@ impl Transport {
             _ => Transport::Other,
         }
     }
+
+    /// The opcode of operation `rc_op` (an RC SEND or RDMA WRITE opcode,
+    /// `0x00..=0x0b`) in this transport: UC numbers its SEND and WRITE
+    /// opcodes as RC does, in its own range of 32. `None` for a transport
+    /// without those operations or an opcode outside that set.
+    pub const fn request_opcode(self, rc_op: u8) -> Option<u8> {
+        if rc_op > rc::RDMA_WRITE_ONLY_WITH_IMMEDIATE {
+            return None;
+        }
+        match self {
+            Transport::Rc => Some(rc_op),
+            Transport::Uc => Some(rc_op | 0x20),
+            _ => None,
+        }
+    }
 }
 
 /// An extension header that may follow the BTH, in wire order.
@@ -351,6 +366,23 @@ pub mod rc {
     pub const SEND_ONLY_WITH_INVALIDATE: u8 = 0x17;
 }
 
+/// UC opcode bytes.
+#[allow(missing_docs)]
+pub mod uc {
+    pub const SEND_FIRST: u8 = 0x20;
+    pub const SEND_MIDDLE: u8 = 0x21;
+    pub const SEND_LAST: u8 = 0x22;
+    pub const SEND_LAST_WITH_IMMEDIATE: u8 = 0x23;
+    pub const SEND_ONLY: u8 = 0x24;
+    pub const SEND_ONLY_WITH_IMMEDIATE: u8 = 0x25;
+    pub const RDMA_WRITE_FIRST: u8 = 0x26;
+    pub const RDMA_WRITE_MIDDLE: u8 = 0x27;
+    pub const RDMA_WRITE_LAST: u8 = 0x28;
+    pub const RDMA_WRITE_LAST_WITH_IMMEDIATE: u8 = 0x29;
+    pub const RDMA_WRITE_ONLY: u8 = 0x2a;
+    pub const RDMA_WRITE_ONLY_WITH_IMMEDIATE: u8 = 0x2b;
+}
+
 /// UD opcode bytes.
 #[allow(missing_docs)]
 pub mod ud {
@@ -389,6 +421,23 @@ mod tests {
         let i = opcode_info(rc::ATOMIC_ACKNOWLEDGE).unwrap();
         assert_eq!(i.offset(ExtHeader::AtomicAckEth), Some(16));
         assert!(i.is_only() && i.is_response());
+    }
+
+    #[test]
+    fn uc_requests_mirror_rc() {
+        for op in rc::SEND_FIRST..=rc::RDMA_WRITE_ONLY_WITH_IMMEDIATE {
+            let u = Transport::Uc.request_opcode(op).unwrap();
+            let (r, u) = (opcode_info(op).unwrap(), opcode_info(u).unwrap());
+            assert_eq!(r.mask, u.mask);
+            assert_eq!(u.transport(), Transport::Uc);
+            assert_eq!(r.name.get(3..), u.name.get(3..));
+        }
+        assert_eq!(Transport::Uc.request_opcode(rc::RDMA_READ_REQUEST), None);
+        assert_eq!(Transport::Ud.request_opcode(rc::SEND_ONLY), None);
+        assert_eq!(
+            Transport::Uc.request_opcode(rc::RDMA_WRITE_ONLY),
+            Some(uc::RDMA_WRITE_ONLY)
+        );
     }
 
     #[test]

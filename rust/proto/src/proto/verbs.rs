@@ -116,6 +116,18 @@ impl WrOp {
     pub const fn is_send_or_write(self) -> bool {
         !self.is_read_or_atomic()
     }
+    /// True if `transport` has this operation: RC has them all; UC has
+    /// SEND and RDMA WRITE, with or without immediate data (no invalidate).
+    pub const fn carried_by(self, transport: crate::proto::Transport) -> bool {
+        match transport {
+            crate::proto::Transport::Rc => true,
+            crate::proto::Transport::Uc => matches!(
+                self,
+                WrOp::Send | WrOp::SendWithImm(_) | WrOp::Write | WrOp::WriteWithImm(_)
+            ),
+            _ => false,
+        }
+    }
     /// Completion opcode reported for this operation.
     pub const fn wc_opcode(self) -> WcOpcode {
         match self {

@@ -1,5 +1,5 @@
-//! Deterministic simulation harness: two RC QPs over a simulated lossy
-//! link and clock, all driven by one u64 seed.
+//! Deterministic simulation harness: two connected QPs (RC or UC) over a
+//! simulated lossy link and clock, all driven by one u64 seed.
 
 #![allow(dead_code)]
 
@@ -209,6 +209,9 @@ pub struct Sim {
     pub faults: Faults,
     /// Drop every packet (dead link) while true.
     pub blackhole: bool,
+    /// Lose these packets: numbers in order of transmission, from 1 (the
+    /// value of `stats.sent` once the packet is counted).
+    pub lose: Vec<u64>,
     flight: Vec<InFlight>,
     seq: u64,
     pub stats: LinkStats,
@@ -222,6 +225,7 @@ impl Sim {
             nodes: [Node::new(a), Node::new(b)],
             faults,
             blackhole: false,
+            lose: Vec::new(),
             flight: Vec::new(),
             seq: 0,
             stats: LinkStats::default(),
@@ -253,7 +257,10 @@ impl Sim {
             let out = std::mem::take(&mut self.nodes[from].tx.out);
             for p in out {
                 self.stats.sent += 1;
-                if self.blackhole || self.rng.chance(self.faults.loss) {
+                if self.blackhole
+                    || self.lose.contains(&self.stats.sent)
+                    || self.rng.chance(self.faults.loss)
+                {
                     self.stats.lost += 1;
                     continue;
                 }

@@ -1,4 +1,12 @@
-//! The RC queue pair: requester, completer and responder.
+//! The connected queue pair (RC or UC): requester, completer and
+//! responder.
+//!
+//! An RC QP acknowledges, retransmits and fails loudly. A UC QP
+//! ([`QpConfig::transport`] is [`Transport::Uc`]) carries only SEND and RDMA
+//! WRITE, sends no ACKs or NAKs and keeps no timers: its requester completes
+//! a request once its last packet is sent, and its responder drops a
+//! message that lost a packet, or that it cannot execute, and picks up again
+//! at the next message's first packet.
 //!
 //! A [`Qp`] is driven entirely by its caller: [`Qp::post_send`],
 //! [`Qp::post_recv`], [`Qp::on_packet`], [`Qp::on_timer`] and
@@ -27,6 +35,8 @@ use crate::proto::Transport;
 /// Static parameters of a connected QP (from INIT→RTR→RTS modify_qp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QpConfig {
+    /// Transport service: [`Transport::Rc`] or [`Transport::Uc`].
+    pub transport: Transport,
     /// Local QP number (24 bits).
     pub qpn: u32,
     /// Remote QP number (24 bits).
@@ -81,6 +91,7 @@ impl QpConfig {
     /// A configuration with common defaults for the given QP numbers.
     pub const fn new(qpn: u32, dest_qpn: u32) -> Self {
         QpConfig {
+            transport: Transport::Rc,
             qpn,
             dest_qpn,
             pkey: 0xffff,
@@ -107,8 +118,11 @@ pub enum QpError {
     BadCapacity,
     /// The queue is full.
     QueueFull,
-    /// Invalid work request (e.g. atomic with an SGE that is not 8 bytes).
+    /// Invalid work request (e.g. atomic with an SGE that is not 8 bytes,
+    /// or a READ on a UC QP).
     InvalidWr,
+    /// The transport is neither RC nor UC.
+    BadTransport,
 }
 
 /// Life-cycle state (only the connected states matter here).
@@ -160,6 +174,10 @@ pub struct Counters {
     pub sends_sent: u64,
     /// Receive requests completed successfully (SEND, WRITE with immediate).
     pub sends_received: u64,
+    /// UC request packets dropped without a word to the requester: the
+    /// rest of a message that lost a packet, or of one the responder could
+    /// not execute (no receive WQE, a bad key, too long).
+    pub uc_dropped: u64,
 }
 
 /// Where a QP's queues live: the storage types of its four queues.
@@ -214,7 +232,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> Buffers<Arrays<SQ, RQ, R
 /// A QP whose queues are arrays.
 pub type ArrayQp<const SQ: usize, const RQ: usize, const RD: usize> = Qp<Arrays<SQ, RQ, RD>>;
 
-/// An RC queue pair.
+/// A connected queue pair (RC or UC).
 pub struct Qp<S: Storage> {
     cfg: QpConfig,
     state: QpState,
@@ -239,6 +257,9 @@ impl<S: Storage> Qp<S> {
     pub fn new(cfg: QpConfig, bufs: Buffers<S>) -> Result<Self, QpError> {
         if !cfg.mtu.is_power_of_two() || !(256..=4096).contains(&cfg.mtu) {
             return Err(QpError::BadMtu);
+        }
+        if !matches!(cfg.transport, Transport::Rc | Transport::Uc) {
+            return Err(QpError::BadTransport);
         }
         let rd_needed = usize::from(cfg.max_rd_atomic).saturating_add(2);
         let sq = bufs.send.slots().len();
@@ -282,7 +303,8 @@ impl<S: Storage> Qp<S> {
     }
 
     /// Queue a send work request. In the error state it is completed at
-    /// once with `WR_FLUSH_ERR`.
+    /// once with `WR_FLUSH_ERR`. A UC QP refuses what UC cannot carry
+    /// (READ, atomics, SEND with invalidate) with [`QpError::InvalidWr`].
     pub fn post_send(&mut self, env: &mut Env<'_>, wr: SendWr) -> Result<(), QpError> {
         self.req.post(env, &self.cfg, self.state, wr)
     }
@@ -367,7 +389,7 @@ impl<S: Storage> Qp<S> {
     /// Handle a received packet addressed to this QP whose ICRC has already
     /// been verified.
     pub fn on_packet(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
-        if pkt.hdr.bth.dest_qpn != self.cfg.qpn || pkt.info.transport() != Transport::Rc {
+        if pkt.hdr.bth.dest_qpn != self.cfg.qpn || pkt.info.transport() != self.cfg.transport {
             self.counters.rx_dropped = self.counters.rx_dropped.wrapping_add(1);
             return;
         }
@@ -404,7 +426,7 @@ impl<S: Storage> Qp<S> {
         while sent < budget {
             let more = self.resp.poll_tx(env, &self.cfg)
                 || (self.state == QpState::Rts
-                    && match self.req.poll_tx(env, &self.cfg) {
+                    && match self.req.poll_tx(env, &self.cfg, &mut self.counters) {
                         Tx::Sent => true,
                         Tx::Idle => false,
                         Tx::Fatal => {

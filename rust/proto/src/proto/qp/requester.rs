@@ -1,6 +1,7 @@
 //! The requester: turns send work requests into request packets, assigns
 //! PSNs, segments by MTU, enforces fences and the READ/atomic limit, and
-//! runs the ACK and RNR timers.
+//! runs the ACK and RNR timers. On UC it only sends: a request completes
+//! when its last packet has gone out.
 
 use super::ring::Ring;
 use super::{Counters, QpConfig, QpError, QpState, Storage};
@@ -9,7 +10,7 @@ use crate::proto::headers::{AtomicEthRepr, BthRepr, RethRepr};
 use crate::proto::opcode::rc;
 use crate::proto::packet::Headers;
 use crate::proto::verbs::{SendWr, WcStatus, WorkCompletion, WrOp};
-use crate::proto::Psn;
+use crate::proto::{Psn, Transport};
 
 /// Largest number of packets one message may span (keeps PSN windows far
 /// below 2^23).
@@ -130,7 +131,11 @@ impl<S: Storage> Requester<S> {
         wr: SendWr,
     ) -> Result<(), QpError> {
         let bad_atomic = wr.op.is_atomic() && wr.sge.length != 8;
-        if bad_atomic || wr.sge.length > (1 << 31) || npkts(wr.sge.length, cfg.mtu) > MAX_MSG_PKTS {
+        if !wr.op.carried_by(cfg.transport)
+            || bad_atomic
+            || wr.sge.length > (1 << 31)
+            || npkts(wr.sge.length, cfg.mtu) > MAX_MSG_PKTS
+        {
             return Err(QpError::InvalidWr);
         }
         if state == QpState::Error {
@@ -329,14 +334,17 @@ impl<S: Storage> Requester<S> {
     }
 
     /// Transmit at most one request packet.
-    pub(crate) fn poll_tx(&mut self, env: &mut Env<'_>, cfg: &QpConfig) -> Tx {
+    pub(crate) fn poll_tx(&mut self, env: &mut Env<'_>, cfg: &QpConfig, ctr: &mut Counters) -> Tx {
         if self.rnr_deadline.is_some() {
             return Tx::Idle;
         }
         let Some(mut w) = self.q.get(self.send_rel).copied() else {
             return Tx::Idle;
         };
-        if self.next_psn.since(self.comp_psn) >= cfg.max_inflight_pkts {
+        // UC waits for no ACK: nothing is in flight but the message being
+        // sent.
+        let reliable = cfg.transport == Transport::Rc;
+        if reliable && self.next_psn.since(self.comp_psn) >= cfg.max_inflight_pkts {
             return Tx::Idle;
         }
         if !w.started {
@@ -359,7 +367,9 @@ impl<S: Storage> Requester<S> {
         // the window is about to close, so the window slides before the
         // message ends instead of stopping at every message.
         let inflight = self.next_psn.since(self.comp_psn).saturating_add(1);
-        if pkt_idx.saturating_add(1).is_multiple_of(ACK_EVERY) || inflight >= cfg.max_inflight_pkts
+        if reliable
+            && (pkt_idx.saturating_add(1).is_multiple_of(ACK_EVERY)
+                || inflight >= cfg.max_inflight_pkts)
         {
             hdr.bth.ack_req = true;
         }
@@ -393,7 +403,13 @@ impl<S: Storage> Requester<S> {
             self.send_off = self.send_off.saturating_add(cfg.mtu);
             self.next_psn = psn.next();
         }
-        if self.retry_deadline.is_none() {
+        if !reliable {
+            // Unreliable: sent is done. Every request before this one
+            // completed when it was sent, so this one is the oldest.
+            if last {
+                self.complete_front(env, cfg, ctr, WcStatus::Success);
+            }
+        } else if self.retry_deadline.is_none() {
             self.retry_deadline = Some(env.now_us.saturating_add(cfg.timeout_us));
         }
         Tx::Sent
@@ -516,7 +532,8 @@ fn request_headers(
             (opcode, payload, last)
         }
     };
-    h.bth.opcode = opcode;
-    h.bth.ack_req = last;
+    // `post` let only SEND and WRITE onto a UC QP, whose opcodes UC has.
+    h.bth.opcode = cfg.transport.request_opcode(opcode).unwrap_or(opcode);
+    h.bth.ack_req = last && cfg.transport == Transport::Rc;
     (h, payload, last)
 }

@@ -2,6 +2,12 @@
 //! READ and atomic requests through [`MemoryAccess`], consumes receive
 //! WQEs, and queues ACKs, NAKs, READ responses and atomic ACKs.
 //!
+//! On UC it answers nothing: a message that lost a packet, broke the
+//! opcode sequence or cannot be executed for the requester's fault (no
+//! receive WQE, a bad key, a bad length) is dropped to its end, and the
+//! next FIRST or ONLY packet starts afresh whatever its PSN. A partly
+//! received SEND leaves its receive WQE for the next message.
+//!
 //! [`MemoryAccess`]: crate::proto::env::MemoryAccess
 
 use super::requester::npkts;
@@ -13,7 +19,7 @@ use crate::proto::opcode::{mask, rc};
 use crate::proto::packet::{Headers, Packet};
 use crate::proto::psn::{Credits, Msn, NakCode, Syndrome};
 use crate::proto::verbs::{RecvWr, WcOpcode, WcStatus, WorkCompletion};
-use crate::proto::Psn;
+use crate::proto::{Psn, Transport};
 
 /// A response waiting to be transmitted: an element of the responder's
 /// response queue ([`Storage::Resp`]).
@@ -83,6 +89,9 @@ pub(crate) struct Responder<S: Storage> {
     cur: InMsg,
     /// A sequence-error NAK was sent and the expected PSN has not arrived.
     nak_sent: bool,
+    /// UC: the current message is being dropped, up to the next packet
+    /// that starts one.
+    dropping: bool,
     resp_q: Ring<Response, S::Resp>,
     /// Recently executed atomics, for replaying duplicates.
     atomics: Ring<AtomicResult, S::Atomic>,
@@ -105,6 +114,7 @@ impl<S: Storage> Responder<S> {
             msn: Msn::new(0),
             cur: InMsg::None,
             nak_sent: false,
+            dropping: false,
             resp_q: Ring::new(resp),
             atomics: Ring::new(atomic),
             failed: None,
@@ -148,6 +158,7 @@ impl<S: Storage> Responder<S> {
             env.cq.recv_completion(&recv_wc(cfg, &wr, status));
         }
         self.cur = InMsg::None;
+        self.dropping = false;
     }
 
     /// Drops every queued ACK, NAK and response.
@@ -184,6 +195,41 @@ impl<S: Storage> Responder<S> {
         true
     }
 
+    /// A request the requester got wrong: RC fails the QP with a NAK of
+    /// `code`; UC drops what is left of the message and goes on.
+    fn reject(&mut self, cfg: &QpConfig, ctr: &mut Counters, psn: Psn, code: NakCode) -> bool {
+        if cfg.transport == Transport::Uc {
+            self.drop_message(ctr);
+            return false;
+        }
+        self.fatal(ctr, psn, code)
+    }
+
+    /// UC: drop this packet and the rest of its message. A receive WQE the
+    /// message had started to fill stays for the next one.
+    fn drop_message(&mut self, ctr: &mut Counters) {
+        ctr.uc_dropped = ctr.uc_dropped.wrapping_add(1);
+        self.dropping = true;
+        self.cur = InMsg::None;
+    }
+
+    /// The receive WQE at the head cannot take the data (a local key or
+    /// bounds error): it completes with `status` and the QP fails, after a
+    /// NAK on RC; UC tells the requester nothing.
+    fn local_error(
+        &mut self,
+        cfg: &QpConfig,
+        ctr: &mut Counters,
+        psn: Psn,
+        status: WcStatus,
+    ) -> bool {
+        self.rq_error = Some(status);
+        if cfg.transport == Transport::Uc {
+            return true;
+        }
+        self.fatal(ctr, psn, NakCode::RemoteOpError)
+    }
+
     /// The NAK with which the responder failed the QP, if it did.
     pub(crate) fn failure(&self) -> Option<NakCode> {
         self.failed
@@ -204,6 +250,9 @@ impl<S: Storage> Responder<S> {
             return false;
         }
         let psn = pkt.hdr.bth.psn;
+        if cfg.transport == Transport::Uc {
+            return self.on_uc_request(env, cfg, ctr, pkt);
+        }
         let d = psn.diff(self.epsn);
         if d > 0 {
             ctr.seq_errors = ctr.seq_errors.wrapping_add(1);
@@ -226,12 +275,7 @@ impl<S: Storage> Responder<S> {
             InMsg::Send { .. } => info.has(mask::SEND) && !info.is_first(),
             InMsg::Write { .. } => info.has(mask::WRITE) && !info.is_first(),
         };
-        let plen = u32::try_from(pkt.payload.len()).unwrap_or(u32::MAX);
-        let len_ok = if info.is_last() {
-            plen <= cfg.mtu
-        } else {
-            plen == cfg.mtu
-        };
+        let (plen, len_ok) = payload_len(pkt, cfg.mtu);
         if !seq_ok || !len_ok {
             return self.fatal(ctr, psn, NakCode::InvalidRequest);
         }
@@ -267,7 +311,58 @@ impl<S: Storage> Responder<S> {
         }
     }
 
-    fn ack_if_needed(&mut self, pkt: &Packet<'_>) {
+    /// A UC request: checked for sequence (PSN and opcode) and executed,
+    /// or dropped with the rest of its message. Returns true if the QP must
+    /// enter the error state (a local error only).
+    fn on_uc_request(
+        &mut self,
+        env: &mut Env<'_>,
+        cfg: &QpConfig,
+        ctr: &mut Counters,
+        pkt: &Packet<'_>,
+    ) -> bool {
+        let psn = pkt.hdr.bth.psn;
+        let info = pkt.info;
+        if info.is_first() {
+            // A new message, whatever came before: one cut short (by a
+            // lost LAST or by an error) is given up, and the PSN gap, if
+            // any, closes here.
+            self.dropping = false;
+            self.cur = InMsg::None;
+            self.epsn = psn;
+        } else if self.dropping || psn != self.epsn || self.cur == InMsg::None {
+            self.drop_message(ctr);
+            return false;
+        }
+        let continues = match self.cur {
+            InMsg::None => true,
+            InMsg::Send { .. } => info.has(mask::SEND),
+            InMsg::Write { .. } => info.has(mask::WRITE),
+        };
+        let (plen, len_ok) = payload_len(pkt, cfg.mtu);
+        // Out of sequence, malformed, not allowed, or (there being no RNR
+        // NAK on UC) nowhere to put it: dropped.
+        let refused = !continues
+            || !len_ok
+            || (info.has(mask::WRITE) && !cfg.remote.write)
+            || (info.has(mask::RWR) && self.rq.is_empty());
+        if refused {
+            self.drop_message(ctr);
+            false
+        } else if info.has(mask::SEND) {
+            self.send(env, cfg, ctr, pkt, plen)
+        } else if info.has(mask::WRITE) {
+            self.write(env, cfg, ctr, pkt, plen)
+        } else {
+            self.drop_message(ctr);
+            false
+        }
+    }
+
+    fn ack_if_needed(&mut self, cfg: &QpConfig, pkt: &Packet<'_>) {
+        if cfg.transport != Transport::Rc {
+            return;
+        }
         if pkt.info.is_last() || pkt.hdr.bth.ack_req {
             self.queue_ack(pkt.hdr.bth.psn, Syndrome::Ack(Credits::UNLIMITED));
         }
@@ -284,7 +379,7 @@ impl<S: Storage> Responder<S> {
         let psn = pkt.hdr.bth.psn;
         let Some(wqe) = self.rq.front().copied() else {
             // A message in progress always holds a receive WQE.
-            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+            return self.reject(cfg, ctr, psn, NakCode::InvalidRequest);
         };
         let off = match self.cur {
             InMsg::Send { off } => off,
@@ -292,6 +387,12 @@ impl<S: Storage> Responder<S> {
         };
         let end = off.saturating_add(plen);
         if end > wqe.sge.length {
+            if cfg.transport == Transport::Uc {
+                // The requester's fault: the WQE waits for a message that
+                // fits.
+                self.drop_message(ctr);
+                return false;
+            }
             self.rq_error = Some(WcStatus::LocLenErr);
             return self.fatal(ctr, psn, NakCode::InvalidRequest);
         }
@@ -308,8 +409,7 @@ impl<S: Storage> Responder<S> {
                 )
                 .is_err()
         {
-            self.rq_error = Some(WcStatus::LocProtErr);
-            return self.fatal(ctr, psn, NakCode::RemoteOpError);
+            return self.local_error(cfg, ctr, psn, WcStatus::LocProtErr);
         }
         let va = wqe.sge.addr.wrapping_add(u64::from(off));
         if plen > 0
@@ -318,8 +418,7 @@ impl<S: Storage> Responder<S> {
                 .write_payload(wqe.sge.lkey, va, &pkt.payload, Access::LocalWrite)
                 .is_err()
         {
-            self.rq_error = Some(WcStatus::LocProtErr);
-            return self.fatal(ctr, psn, NakCode::RemoteOpError);
+            return self.local_error(cfg, ctr, psn, WcStatus::LocProtErr);
         }
         self.epsn = psn.next();
         if pkt.info.is_last() {
@@ -338,7 +437,7 @@ impl<S: Storage> Responder<S> {
         } else {
             self.cur = InMsg::Send { off: end };
         }
-        self.ack_if_needed(pkt);
+        self.ack_if_needed(cfg, pkt);
         false
     }
 
@@ -359,15 +458,15 @@ impl<S: Storage> Responder<S> {
                     .check(r.rkey, r.va, r.len, Access::RemoteWrite)
                     .is_err()
                 {
-                    return self.fatal(ctr, psn, NakCode::RemoteAccessError);
+                    return self.reject(cfg, ctr, psn, NakCode::RemoteAccessError);
                 }
                 (r.va, r.rkey, 0, r.len)
             }
-            _ => return self.fatal(ctr, psn, NakCode::InvalidRequest),
+            _ => return self.reject(cfg, ctr, psn, NakCode::InvalidRequest),
         };
         let end = off.saturating_add(plen);
         if end > len || (pkt.info.is_last() && end != len) {
-            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+            return self.reject(cfg, ctr, psn, NakCode::InvalidRequest);
         }
         let dst = va.wrapping_add(u64::from(off));
         if plen > 0
@@ -376,7 +475,7 @@ impl<S: Storage> Responder<S> {
                 .write_payload(rkey, dst, &pkt.payload, Access::RemoteWrite)
                 .is_err()
         {
-            return self.fatal(ctr, psn, NakCode::RemoteAccessError);
+            return self.reject(cfg, ctr, psn, NakCode::RemoteAccessError);
         }
         self.epsn = psn.next();
         if pkt.info.is_last() {
@@ -399,7 +498,7 @@ impl<S: Storage> Responder<S> {
                 len,
             };
         }
-        self.ack_if_needed(pkt);
+        self.ack_if_needed(cfg, pkt);
         false
     }
 
@@ -586,6 +685,18 @@ impl<S: Storage> Responder<S> {
         }
         true
     }
+}
+
+/// A request's payload length, and whether it is right for its place in
+/// the message: a full `mtu` before the last packet, at most `mtu` in it.
+fn payload_len(pkt: &Packet<'_>, mtu: u32) -> (u32, bool) {
+    let plen = u32::try_from(pkt.payload.len()).unwrap_or(u32::MAX);
+    let ok = if pkt.info.is_last() {
+        plen <= mtu
+    } else {
+        plen == mtu
+    };
+    (plen, ok)
 }
 
 /// Result of [`transmit`].
