@@ -13,6 +13,7 @@
 #             if every outcome is the expected one (results: $RRXE_OUT/selftest-results.txt)
 #
 # Test script headers:  # topology: single|pair    # timeout: SECONDS (default 300)
+#                       # known-bug: TEXT   an open bug makes it fail: run only by name
 #                       # append: ARGS      kernel command line for both guests
 #                       # append-b: ARGS    guest B's instead (default: append's), e.g.
 #                       #   "# append: rrxe.driver=rrxe" + "# append-b: rrxe.driver=rxe"
@@ -60,7 +61,17 @@ mkdir -p "$RRXE_OUT"
 
 tests=()
 if [ ${#names[@]} = 0 ]; then
-    for f in "$test_dir"/*.sh; do [ -f "$f" ] && tests+=("$f"); done
+    for f in "$test_dir"/*.sh; do
+        [ -f "$f" ] || continue
+        # A test that shows an open bug runs only when named (it would make
+        # every full run red until the bug is fixed); the run says so.
+        bug=$(sed -n 's/^# *known-bug: *//p' "$f" | head -1)
+        if [ -n "$bug" ]; then
+            echo "SKIP $(basename "$f" .sh) (known bug, run it by name: $bug)"
+            continue
+        fi
+        tests+=("$f")
+    done
 else
     for n in "${names[@]}"; do
         n=$(basename "$n" .sh)
