@@ -154,6 +154,9 @@ qemu_cmd() {  # guest local_port peer_port -> prints nothing, fills the array "c
 }
 
 start=$(date +%s.%N)
+# A boot that has not reached /init by then has hung: 150 s or half the
+# timeout, whichever is longer (a debug kernel takes up to ~230 s under TCG).
+boot_limit=${RRXE_BOOT_LIMIT:-$(( timeout / 2 > 150 ? timeout / 2 : 150 ))}
 for attempt in 1 2 3; do
     read -r port_a port_b <<< "$(free_ports)"
     for g in "${guests[@]}"; do
@@ -189,6 +192,24 @@ if [ $shell = 1 ]; then
     rc[a]=$?
     if [ $pair = 1 ]; then kill "${pid[b]}" 2>/dev/null; wait "${pid[b]}" 2>/dev/null; fi
 else
+    # Boot watchdog: a guest that has not reached /init after $boot_limit s has
+    # hung in its boot (seen under TCG on a loaded host: the console stops at
+    # about 1 s of uptime). Stop the guests and say so: the test runner boots
+    # again, as after a boot splat.
+    boot_hang=
+    while kill -0 "${pid[a]}" 2>/dev/null; do
+        waiting=
+        for g in "${guests[@]}"; do
+            grep -aqs 'RRXE-INIT: reached /init' "$log_dir/guest-$g.log" || waiting="$waiting $g"
+        done
+        [ -z "$waiting" ] && break
+        if [ "$(echo "$(date +%s.%N) - $start > $boot_limit" | bc)" = 1 ]; then
+            boot_hang=${waiting# }
+            for g in "${guests[@]}"; do kill "${pid[$g]}" 2>/dev/null; done
+            break
+        fi
+        sleep 0.5
+    done
     if [ $pair = 1 ]; then
         # If guest B is gone without passing, A (typically waiting for B's server) is
         # stopped after a grace period instead of running into its timeout.
@@ -241,6 +262,9 @@ for g in "${guests[@]}"; do
     fi
 done
 [ -n "${late:-}" ] && reasons+=("$late")
+if [ -n "${boot_hang:-}" ]; then
+    reasons=("boot hang, before the test started: guest $boot_hang did not reach /init in ${boot_limit}s" "${reasons[@]}")
+fi
 logs=(); for g in "${guests[@]}"; do logs+=("$log_dir/guest-$g.log"); done
 if splats=$("$here/splats.sh" "${logs[@]}"); then :; else
     printf '%s\n' "$splats" >&2

@@ -129,15 +129,15 @@ for t in "${tests[@]}"; do
     esac
     echo "RUN  $name ($topo, timeout ${tmo}s)"
     t0=$(date +%s)
-    # A splat during the guest's boot, before the test started, is not the
-    # test's result: boot once more (and keep the first boot's logs).
+    # A splat or a hang during the guest's boot, before the test started, is
+    # not the test's result: boot once more (and keep the first boot's logs).
     for attempt in 1 2; do
         rm -rf "$RRXE_OUT/logs/$variant/$name"
         out=$("$repo/tools/qemu/run.sh" "${args[@]}" ${qemu_extra[@]+"${qemu_extra[@]}"} 2> "$RRXE_OUT/logs/$variant/$name.stderr")
         rc=$?
         verdict=$(printf '%s\n' "$out" | tail -1)
         case "$verdict" in
-            "FAIL boot splat"*) ;;
+            "FAIL boot splat"*|"FAIL boot hang"*) ;;
             *) break ;;
         esac
         [ $attempt = 2 ] && break
