@@ -68,19 +68,6 @@ static uint64_t g_hist[NCALLS][NERR];
 /* Reporting                                                          */
 /* ------------------------------------------------------------------ */
 
-void note(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!g_verbose)
-		return;
-	va_start(ap, fmt);
-	fputs("# ", stdout);
-	vprintf(fmt, ap);
-	fputc('\n', stdout);
-	va_end(ap);
-}
-
 void failf(const char *fmt, ...)
 {
 	va_list ap;
@@ -399,7 +386,7 @@ static void check_busy(const char *what, int in_use, int err)
 	if (in_use && !err)
 		failf("destroying %s still in use succeeded", what);
 	if (in_use && err != EBUSY)
-		note("destroying %s in use failed with %s, not EBUSY", what, strerrorname_np(err));
+		vlog("destroying %s in use failed with %s, not EBUSY", what, strerrorname_np(err));
 }
 
 static void v_dealloc_pd(void)

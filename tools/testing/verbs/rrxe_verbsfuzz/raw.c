@@ -118,7 +118,7 @@ static void map_ring(uint64_t offset, uint32_t size, int kind)
 		return;
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, R.fd, offset);
 	if (p == MAP_FAILED) {
-		note("mmap of a ring (offset 0x%llx, %u bytes) returned by the driver failed: %s",
+		vlog("mmap of a ring (offset 0x%llx, %u bytes) returned by the driver failed: %s",
 		     (unsigned long long)offset, size, strerror(errno));
 		return;
 	}
@@ -166,7 +166,7 @@ void raw_close(void)
 		munmap(R.map[i].addr, R.map[i].len);
 	R.nmap = 0;
 	if (R.ctx && ibv_close_device(R.ctx))
-		note("ibv_close_device (raw context): %s", strerror(errno));
+		vlog("ibv_close_device (raw context): %s", strerror(errno));
 	R.ctx = NULL;
 }
 
@@ -524,7 +524,7 @@ static void close_event_fd(int fd)
 	if (strstr(target, "infinibandevent"))
 		close(fd);
 	else
-		note("CREATE_COMP_CHANNEL returned fd %d, which is %s", fd, target);
+		vlog("CREATE_COMP_CHANNEL returned fd %d, which is %s", fd, target);
 }
 
 /* What a successful command created: remember it, map its rings. */

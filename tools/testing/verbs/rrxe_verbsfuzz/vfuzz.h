@@ -71,7 +71,7 @@ uint64_t pick_addr(uint64_t *len, int user_readable_only);
 
 /* Record a call's outcome (0 or a positive errno); fails the run on an unclean errno. */
 void record(enum call c, int err);
-void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));	/* lib/report.c */
 void failf(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 extern int g_verbose;		/* lib/report.c */
