@@ -136,7 +136,7 @@ impl CompletionSink for SimCq {
     }
 }
 
-pub type SimQp = ArrayQp<16, 16, 8>;
+pub type SimQp = ArrayQp<16, 16, 130>;
 
 pub struct Node {
     pub qp: SimQp,
@@ -177,15 +177,34 @@ pub struct Faults {
     pub jitter_us: u64,
 }
 
+/// netem-like shaping of the link: a base delay that a fraction of the
+/// packets skip (netem's `reorder`), and a queue limit per direction.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Netem {
+    pub delay_us: u64,
+    /// Packets (ppm) sent without the base delay, overtaking the others.
+    pub reorder: u64,
+    /// Packets in flight per direction beyond which new ones are dropped
+    /// (0: no limit).
+    pub limit: usize,
+    /// Time to put one packet on the link, in microseconds (a slow guest's
+    /// transmit rate; 0: no limit). A node sends again only once its link
+    /// has sent what it sent before.
+    pub rate_us: u64,
+}
+
 #[derive(Default, Debug)]
 pub struct LinkStats {
     pub sent: u64,
+    /// Packets sent by each node.
+    pub sent_by: [u64; 2],
     pub lost: u64,
     pub duplicated: u64,
     pub corrupted: u64,
     pub icrc_dropped: u64,
     pub corrupted_masked_ok: u64,
     pub parse_dropped: u64,
+    pub queue_dropped: u64,
 }
 
 struct InFlight {
@@ -207,12 +226,17 @@ pub struct Sim {
     pub now: u64,
     pub nodes: [Node; 2],
     pub faults: Faults,
+    pub netem: Netem,
     /// Drop every packet (dead link) while true.
     pub blackhole: bool,
+    /// Drop every packet node `i` sends while `cut[i]` (a one-way outage).
+    pub cut: [bool; 2],
     /// Lose these packets: numbers in order of transmission, from 1 (the
     /// value of `stats.sent` once the packet is counted).
     pub lose: Vec<u64>,
     flight: Vec<InFlight>,
+    /// When each direction's link is free again (with `netem.rate_us`).
+    free_at: [u64; 2],
     seq: u64,
     pub stats: LinkStats,
 }
@@ -224,9 +248,12 @@ impl Sim {
             now: 0,
             nodes: [Node::new(a), Node::new(b)],
             faults,
+            netem: Netem::default(),
             blackhole: false,
+            cut: [false; 2],
             lose: Vec::new(),
             flight: Vec::new(),
+            free_at: [0; 2],
             seq: 0,
             stats: LinkStats::default(),
         }
@@ -253,17 +280,37 @@ impl Sim {
     fn pump(&mut self) {
         for from in 0..2 {
             let now = self.now;
+            // A node whose link is still busy (with `netem.rate_us`) sends
+            // nothing more yet: transmit backpressure.
+            if self.netem.rate_us > 0 && self.free_at[from] > now {
+                continue;
+            }
             self.nodes[from].with(now, |qp, env| qp.poll_tx(env, 32));
             let out = std::mem::take(&mut self.nodes[from].tx.out);
             for p in out {
                 self.stats.sent += 1;
+                self.stats.sent_by[from] += 1;
                 if self.blackhole
+                    || self.cut[from]
                     || self.lose.contains(&self.stats.sent)
                     || self.rng.chance(self.faults.loss)
                 {
                     self.stats.lost += 1;
                     continue;
                 }
+                let queued = self.flight.iter().filter(|f| f.to != from).count();
+                if self.netem.limit > 0 && queued >= self.netem.limit {
+                    self.stats.queue_dropped += 1;
+                    continue;
+                }
+                let depart = self.now.max(self.free_at[from]) + self.netem.rate_us;
+                self.free_at[from] = depart;
+                // (No draw without reordering: seeds replay as before.)
+                let delay = if self.netem.reorder > 0 && self.rng.chance(self.netem.reorder) {
+                    0
+                } else {
+                    self.netem.delay_us
+                };
                 let copies = if self.rng.chance(self.faults.dup) {
                     self.stats.duplicated += 1;
                     2
@@ -279,7 +326,7 @@ impl Sim {
                         corrupt_at = Some(off);
                         self.stats.corrupted += 1;
                     }
-                    let at = self.now + 5 + self.rng.below(self.faults.jitter_us + 1);
+                    let at = depart + 5 + delay + self.rng.below(self.faults.jitter_us + 1);
                     self.seq += 1;
                     self.flight.push(InFlight {
                         at,
@@ -315,12 +362,14 @@ impl Sim {
         self.pump();
         let next_pkt = self.flight.iter().map(|f| (f.at, f.seq)).min();
         let next_timer = self.nodes.iter().filter_map(|n| n.qp.next_deadline()).min();
-        let t = match (next_pkt.map(|x| x.0), next_timer) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => match a.or(b) {
-                Some(t) => t,
-                None => return false,
-            },
+        // A busy link becoming free lets its node send again.
+        let next_free = self.free_at.iter().copied().filter(|&f| f > self.now).min();
+        let Some(t) = [next_pkt.map(|x| x.0), next_timer, next_free]
+            .into_iter()
+            .flatten()
+            .min()
+        else {
+            return false;
         };
         self.now = self.now.max(t);
         if let Some((at, seq)) = next_pkt {

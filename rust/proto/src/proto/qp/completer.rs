@@ -64,7 +64,10 @@ impl<S: Storage> Requester<S> {
         let Some(kind) = kind(pkt) else {
             return stale(ctr);
         };
-        if psn.before(self.comp_psn) || !psn.before(self.next_psn) {
+        // Current: sent and not yet acknowledged. After a rewind that is
+        // more than the packets sent since, so an ACK for packets the
+        // responder already holds still counts.
+        if !self.in_flight(psn) {
             return stale(ctr);
         }
         let mut progressed = false;

@@ -74,6 +74,9 @@ pub(crate) struct Requester<S: Storage> {
     pub(super) send_off: u32,
     /// PSN of the next packet to transmit.
     pub(super) next_psn: Psn,
+    /// One past the highest PSN ever transmitted: `next_psn` unless a
+    /// rewind moved it back. Responses up to here are current.
+    pub(super) sent_psn: Psn,
     /// Oldest PSN not yet acknowledged.
     pub(super) comp_psn: Psn,
     pub(super) retry_left: u8,
@@ -96,6 +99,7 @@ impl<S: Storage> Requester<S> {
             send_rel: 0,
             send_off: 0,
             next_psn: psn,
+            sent_psn: psn,
             comp_psn: psn,
             retry_left: cfg.retry_cnt,
             rnr_left: cfg.rnr_retry,
@@ -114,6 +118,7 @@ impl<S: Storage> Requester<S> {
         self.send_rel = 0;
         self.send_off = 0;
         self.next_psn = psn;
+        self.sent_psn = psn;
         self.comp_psn = psn;
         self.retry_left = cfg.retry_cnt;
         self.rnr_left = cfg.rnr_retry;
@@ -189,14 +194,20 @@ impl<S: Storage> Requester<S> {
     }
 
     fn outstanding(&self) -> bool {
-        self.comp_psn != self.next_psn
+        self.comp_psn != self.sent_psn
+    }
+
+    /// Is `psn` one of the packets sent and not yet acknowledged (the
+    /// window in which responses are current)?
+    pub(super) fn in_flight(&self, psn: Psn) -> bool {
+        !psn.before(self.comp_psn) && psn.before(self.sent_psn)
     }
 
     /// Restart transmission at `psn`, which must lie in a started WQE or
-    /// equal the next PSN.
+    /// equal `sent_psn` (everything started has been acknowledged).
     pub(super) fn rewind(&mut self, cfg: &QpConfig, psn: Psn) {
-        for i in 0..self.q.len() {
-            let Some(w) = self.q.get(i) else { break };
+        let mut i = 0;
+        while let Some(w) = self.q.get(i) {
             if !w.started {
                 break;
             }
@@ -211,6 +222,15 @@ impl<S: Storage> Requester<S> {
                 self.retry_deadline = None;
                 return;
             }
+            i = i.saturating_add(1);
+        }
+        if psn == self.sent_psn {
+            // Every started WQE is behind `psn`: resume with the first
+            // unstarted one.
+            self.send_rel = i;
+            self.send_off = 0;
+            self.next_psn = psn;
+            self.retry_deadline = None;
         }
     }
 
@@ -256,8 +276,14 @@ impl<S: Storage> Requester<S> {
         false
     }
 
-    /// Note forward progress: reset retry budgets and the ACK timer.
+    /// Note forward progress: reset retry budgets and the ACK timer. If
+    /// the responder acknowledged packets a rewind had queued for
+    /// retransmission, transmission resumes after them instead of sending
+    /// them again.
     pub(super) fn progress(&mut self, env: &Env<'_>, cfg: &QpConfig) {
+        if self.next_psn.before(self.comp_psn) {
+            self.rewind(cfg, self.comp_psn);
+        }
         self.retry_left = cfg.retry_cnt;
         self.rnr_left = cfg.rnr_retry;
         self.last_rewind = None;
@@ -316,7 +342,8 @@ impl<S: Storage> Requester<S> {
         self.rd_started = 0;
         self.send_rel = 0;
         self.send_off = 0;
-        self.comp_psn = self.next_psn;
+        self.next_psn = self.sent_psn;
+        self.comp_psn = self.sent_psn;
         self.retry_deadline = None;
         self.rnr_deadline = None;
     }
@@ -402,6 +429,9 @@ impl<S: Storage> Requester<S> {
         } else {
             self.send_off = self.send_off.saturating_add(cfg.mtu);
             self.next_psn = psn.next();
+        }
+        if self.next_psn.after(self.sent_psn) {
+            self.sent_psn = self.next_psn;
         }
         if !reliable {
             // Unreliable: sent is done. Every request before this one

@@ -567,12 +567,10 @@ impl<S: Storage> Responder<S> {
     /// replay atomic results from history, re-ACK everything else.
     fn duplicate(&mut self, env: &mut Env<'_>, cfg: &QpConfig, pkt: &Packet<'_>) {
         let psn = pkt.hdr.bth.psn;
-        if no_room(&self.resp_q) {
-            return;
-        }
         if pkt.info.has(mask::READ) {
             let Some(r) = pkt.hdr.reth else { return };
-            let in_range = psn.add(npkts(r.len, cfg.mtu)).since(psn) <= self.epsn.since(psn);
+            let end = psn.add(npkts(r.len, cfg.mtu));
+            let in_range = end.since(psn) <= self.epsn.since(psn);
             if !in_range
                 || env
                     .mem
@@ -581,15 +579,41 @@ impl<S: Storage> Responder<S> {
             {
                 return;
             }
-            let _ = self.resp_q.push(Response::Read {
+            let replay = Response::Read {
                 psn,
                 va: r.va,
                 rkey: r.rkey,
                 remaining: r.len,
                 first: true,
                 msn: self.msn,
-            });
-        } else if pkt.info.has(mask::ATOMIC) {
+            };
+            // A READ still queued (its first answer or an earlier replay:
+            // the one ending at the same PSN) restarts from the duplicate's
+            // PSN, as rxe resets its resource, instead of being queued once
+            // more: a requester that keeps retrying on a slow link must not
+            // pile up copies of the same stream ahead of what it waits for.
+            for i in 0..self.resp_q.len() {
+                if let Some(slot) = self.resp_q.get_mut(i) {
+                    if let Response::Read {
+                        psn: p, remaining, ..
+                    } = *slot
+                    {
+                        if p.add(npkts(remaining, cfg.mtu)) == end {
+                            *slot = replay;
+                            return;
+                        }
+                    }
+                }
+            }
+            if !no_room(&self.resp_q) {
+                let _ = self.resp_q.push(replay);
+            }
+            return;
+        }
+        if no_room(&self.resp_q) {
+            return;
+        }
+        if pkt.info.has(mask::ATOMIC) {
             if let Some(&(_, orig)) = self.atomics.iter().find(|(p, _)| *p == psn) {
                 let _ = self.resp_q.push(Response::AtomicAck {
                     psn,
