@@ -9,11 +9,7 @@
 # timeout: 300
 . "$RRXE_LIB"
 
-if [ "$RRXE_ROLE" = a ]; then
-    load_rxe rxe0
-else
-    load_rrxe rrxe0
-fi
+load_interop
 dev=$RRXE_DEV
 gid=$(gid_index "$dev" ipv6) || fail "no RoCE v2 GID for $RRXE_IP6"
 args="-d $dev -g $gid -n 200 -s 4096 -c"

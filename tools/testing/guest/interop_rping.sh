@@ -6,9 +6,5 @@
 # timeout: 240
 . "$RRXE_LIB"
 
-if [ "$RRXE_ROLE" = a ]; then
-    load_rxe rxe0
-else
-    load_rrxe rrxe0
-fi
+load_interop
 pair_rping

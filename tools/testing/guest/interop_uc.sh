@@ -10,11 +10,7 @@
 # timeout: 300
 . "$RRXE_LIB"
 
-if [ "$RRXE_ROLE" = a ]; then
-    load_rxe rxe0
-else
-    load_rrxe rrxe0
-fi
+load_interop
 dev=$RRXE_DEV
 gid=$(gid_index "$dev" ipv4) || fail "no RoCE v2 IPv4 GID"
 args="-d $dev -g $gid -n 200 -s 4096 -c"

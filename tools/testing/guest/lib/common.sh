@@ -101,6 +101,16 @@ load_driver() {
     esac
 }
 
+# load_interop: the interoperability pair: upstream rxe (rxe0) on guest A, rrxe (rrxe0)
+# on guest B; sets RRXE_DEV.
+load_interop() {
+    if [ "$RRXE_ROLE" = a ]; then
+        load_rxe rxe0
+    else
+        load_rrxe rrxe0
+    fi
+}
+
 # gid_index DEV [ipv4|ipv6]: print the GID table index of the RoCE v2 GID for
 # eth0's IPv4 (default) or global IPv6 address. Waits up to 10 s for the GID table.
 gid_index() {
