@@ -4,6 +4,9 @@
 # messages of four 1024-byte packets, buffers validated with --chk), so rrxe's wire
 # format, ACKs and PSNs are checked against upstream. Checks that eth0 carried the
 # traffic. Both sides run under `timeout`, so a device without a datapath fails the test.
+# On B, rrxe_sport watches eth0: the RC packets each way must carry the UDP source port
+# ib_core's rdma_get_udp_sport derives from the two QP numbers (flow label 0), which rxe
+# and RoCE NICs use too.
 # topology: pair
 # timeout: 240
 . "$RRXE_LIB"
@@ -22,9 +25,12 @@ if [ "$RRXE_ROLE" = a ]; then
     out=/tmp/rc-server.out
 else
     wait_for_peer_ping 60
+    bg_start sport rrxe_sport -i "$RRXE_NETDEV" -n 100 -t 150
+    sport_pid=$BG_PID
     # "Couldn't connect" until A's server listens; a connected client is not retried.
     retry_connect 60 rc-client timeout 90 ibv_rc_pingpong $args "$RRXE_PEER_IP4" \
         || fail "ibv_rc_pingpong client (rrxe) rc=$?"
+    bg_wait "$sport_pid" sport 30 || fail "UDP source ports (rrxe_sport rc=$?)"
     out=/tmp/rc-client.out
 fi
 grep -q 'bytes in .* seconds' $out || fail "no throughput line"
