@@ -6,7 +6,6 @@
 # of A, so each driver is requester and responder against the other's
 # retransmissions. Baseline: rxe_pair_lossy. Sizes and impairments: lib/xfer.sh.
 # topology: pair
-# known-bug: rrxe as requester can run out of its 7 transport retries at 10% loss (CI of 2026-11-23: SEND #0 retry exceeded in interop_lossy; READ in a 64 MiB rrxe_pair_lossy run); suspected: after a rewind, ACKs beyond the rewound PSN count as stale
 # append: rrxe.driver=rrxe
 # append-b: rrxe.driver=rxe
 # timeout: 900
