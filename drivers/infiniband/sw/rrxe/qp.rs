@@ -22,7 +22,7 @@ use crate::{
     rdma::{
         bindings as b,
         driver::{CqRef, SrqRef},
-        qp::{modify_is_ok, QpAttr, QpInit},
+        qp::{modify_is_ok, QpAttr, QpEvents, QpInit},
         udata::Udata,
         wr::{RecvWr as KRecvWr, SendWr as KSendWr},
     },
@@ -105,6 +105,16 @@ pub(crate) fn enter_error(
     core.state
         .store(b::ib_qp_state_IB_QPS_ERR, Ordering::Release);
     flush_rings(core, sq, rq, send_cq, recv_cq);
+}
+
+/// Tells the consumer of a QP on an SRQ that it has entered the error state
+/// and takes no more receive requests from the SRQ
+/// (`IB_EVENT_QP_LAST_WQE_REACHED`, IB spec C10-96), so the SRQ's remaining
+/// requests can go to other QPs and the QP can be destroyed safely.
+pub(crate) fn last_wqe_reached(srq: &Option<SrqRef<RrxeDev>>, events: &QpEvents) {
+    if srq.is_some() {
+        events.raise(b::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED);
+    }
 }
 
 /// A run of a QP in the error state: requests posted since are flushed,
@@ -469,6 +479,9 @@ impl Qp {
                     conn.abort(&self.core, &st.send_cq, &st.recv_cq);
                 }
                 flush_rings(&self.core, &mut st.sq, &mut st.rq, &st.send_cq, &st.recv_cq);
+                if cur != b::ib_qp_state_IB_QPS_ERR {
+                    last_wqe_reached(&st.srq, &st.events);
+                }
             }
             _ => {}
         }

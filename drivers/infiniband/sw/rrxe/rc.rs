@@ -451,6 +451,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         // the rings is flushed.
         let failure = rc.responder_failure();
         crate::qp::enter_error(core, attrs, sq, rq, send_cq, recv_cq);
+        crate::qp::last_wqe_reached(srq, events);
         // An error the responder found has no completion of its own to
         // report it (IB spec C9-222.1 and friends): an event does.
         let event = match failure {

@@ -61,6 +61,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         send_cq,
         recv_cq,
         ud,
+        events,
         ..
     } = live;
     let Some(ud) = ud.as_mut() else {
@@ -91,6 +92,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
                 // A receive completed in error: the QP fails (its send
                 // queue too), as for any completion error on receive.
                 crate::qp::enter_error(core, attrs, sq, rq, send_cq, recv_cq);
+                crate::qp::last_wqe_reached(srq, events);
                 return Outcome::IDLE;
             }
         }

@@ -224,6 +224,7 @@ int t_srq_limit(struct env *e)
 	const int nrecv = 16, limit = 8, msg = 32;
 	struct ibv_srq_init_attr si;
 	struct ibv_srq_attr sa;
+	struct ibv_qp_attr qa;
 	struct ibv_recv_wr rwr, *rbad;
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
@@ -312,6 +313,25 @@ int t_srq_limit(struct env *e)
 	if (n < 0)
 		return -1;
 	CHECK(n == 0, "a second IBV_EVENT_SRQ_LIMIT_REACHED after the limit was disarmed");
+
+	/*
+	 * B to ERR: it takes no more receives from the SRQ, which the consumer
+	 * learns from IBV_EVENT_QP_LAST_WQE_REACHED on B (IB spec C10-96; rxe
+	 * raises it as it flushes the QP). A, on no SRQ, gets none.
+	 */
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IBV_QPS_ERR;
+	OK(ibv_modify_qp(p.b, &qa, IBV_QP_STATE));
+	n = wait_event(e, IBV_EVENT_QP_LAST_WQE_REACHED, p.b, DP_WAIT_MS);
+	if (n < 0)
+		return -1;
+	CHECK(n == 1, "no IBV_EVENT_QP_LAST_WQE_REACHED within %d ms of moving B to ERR",
+	      DP_WAIT_MS);
+	OK(ibv_modify_qp(p.a, &qa, IBV_QP_STATE));
+	n = wait_event(e, IBV_EVENT_QP_LAST_WQE_REACHED, p.a, 200);
+	if (n < 0)
+		return -1;
+	CHECK(n == 0, "IBV_EVENT_QP_LAST_WQE_REACHED on A, which has no SRQ");
 	return 0;
 }
 

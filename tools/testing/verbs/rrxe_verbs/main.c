@@ -75,7 +75,8 @@ static const struct tcase cases[] = {
 	{ "multi_sge", t_multi_sge, "datapath",
 	  "SEND/WRITE gathered from 3 SGEs, READ and RECV scattered, inline SGEs, other PD's lkey" },
 	{ "srq_limit", t_srq_limit, "datapath",
-	  "SENDs to an SRQ below its armed limit: SRQ_LIMIT_REACHED, limit disarmed" },
+	  "SENDs to an SRQ below its armed limit: SRQ_LIMIT_REACHED, limit disarmed; "
+	  "QP on the SRQ to ERR: QP_LAST_WQE_REACHED" },
 	{ "rnr", t_rnr, "datapath", "SEND before its receive: RNR retry (7), RNR_RETRY_EXC_ERR (0)" },
 	{ "cq_overflow", t_cq_overflow, "datapath",
 	  "SENDs into a full receive CQ: CQ_ERR, QPs to ERR, sender's completions" },
