@@ -115,7 +115,9 @@ impl<T: Driver> Device<T> {
         let dev = unsafe { &mut *ib.as_ptr() };
         OpsTable::<T>::install(dev);
         dev.phys_port_cnt = 1;
-        dev.num_comp_vectors = 1;
+        // One completion vector per CPU, as rxe offers: kernel ULPs spread
+        // their queues' CQs over the vectors.
+        dev.num_comp_vectors = i32::try_from(kernel::cpu::nr_cpu_ids()).unwrap_or(1).max(1);
         // Under the net device's own parent, as a NIC's RDMA function is:
         // `/sys/class/infiniband/NAME/device/net/` names the net device, which
         // is where rdma-core and rdma_cm tools look for it. The device model

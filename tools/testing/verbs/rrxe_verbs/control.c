@@ -330,6 +330,31 @@ int t_mr(struct env *e)
 /* cq                                                                 */
 /* ------------------------------------------------------------------ */
 
+/* CPUs in /sys/devices/system/cpu/possible ("0-1", "0,2-3"); -1 if unreadable. */
+static int possible_cpus(void)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "r");
+	int a, b, n = 0;
+	char sep;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%d", &a) == 1) {
+		b = a;
+		sep = (char)fgetc(f);
+		if (sep == '-') {
+			if (fscanf(f, "%d", &b) != 1)
+				break;
+			sep = (char)fgetc(f);
+		}
+		n += b - a + 1;
+		if (sep != ',')
+			break;
+	}
+	fclose(f);
+	return n ? n : -1;
+}
+
 int t_cq(struct env *e)
 {
 	struct ibv_cq *cq1, *cq100, *cqmax, *tmp, *chcq, *ev_cq;
@@ -350,6 +375,12 @@ int t_cq(struct env *e)
 	NEW_ERR(EINVAL, tmp, ibv_create_cq(e->ctx, e->dev.max_cqe + 1, NULL, NULL, 0),
 		"cqe = max_cqe + 1");
 	NEW_ERR(EINVAL, tmp, ibv_create_cq(e->ctx, 0, NULL, NULL, 0), "cqe = 0");
+	/* One completion vector per possible CPU, as rxe: the last one works. */
+	n = possible_cpus();
+	CHECK(e->ctx->num_comp_vectors == n, "num_comp_vectors %d, %d possible CPUs",
+	      e->ctx->num_comp_vectors, n);
+	NEW(tmp, ibv_create_cq(e->ctx, 1, NULL, NULL, e->ctx->num_comp_vectors - 1));
+	OK(release(tmp));
 	NEW_ERR(EINVAL, tmp, ibv_create_cq(e->ctx, 1, NULL, NULL, e->ctx->num_comp_vectors),
 		"comp_vector = num_comp_vectors");
 
