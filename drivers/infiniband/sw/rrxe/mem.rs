@@ -203,7 +203,7 @@ impl MemoryAccess for PdMemory<'_> {
         if va % 8 != 0 {
             return Err(MemError::Misaligned);
         }
-        self.with(rkey, va, 8, Access::RemoteAtomic, |r, off| match &r.mem {
+        self.with(rkey, va, 8, op.access(), |r, off| match &r.mem {
             Memory::User(umem) => umem
                 .atomic_u64(off, |old| op.apply(old))
                 .map_err(|_| MemError::Misaligned),

@@ -18,7 +18,7 @@ use crate::{
         opcode::mask, parse_payload, Access, AtomicResult, Buffers, CompletionSink, Counters, Env,
         MemoryAccess, NakCode, Packet as RocePacket, Payload, QpConfig, QpState, RecvWr,
         RemoteAccess, Response, SendWqe, SendWr, Slots, Storage, Transport, TxSink, WcOpcode,
-        WcStatus, WorkCompletion,
+        WcStatus, WorkCompletion, WrOp,
     },
     rdma::{bindings as b, driver::CqRef},
     staging::Staging,
@@ -252,6 +252,10 @@ fn validate_send(
     }
     if wr.sge.length > p::MAX_MSG_SIZE {
         return Err(WcStatus::LocLenErr);
+    }
+    // ATOMIC WRITE carries its 8 bytes in the request: no local buffer.
+    if matches!(wr.op, WrOp::AtomicWrite { .. }) {
+        return Ok(());
     }
     // An atomic returns the original 8 bytes into a buffer of at least 8
     // (as rxe accepts; `send_wr` cut it to those 8).

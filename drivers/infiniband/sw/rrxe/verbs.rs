@@ -76,7 +76,8 @@ impl Driver for RrxeDev {
             | b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
             | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
             | b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
-            | b::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE) as u64;
+            | b::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE
+            | b::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE) as u64;
         attr.kernel_cap_flags = u64::from(b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
         attr.max_send_sge = p::MAX_SGE;
         attr.max_recv_sge = p::MAX_SGE;

@@ -159,7 +159,20 @@ pub(crate) fn send_wr(
     let flags = u32_at(buf, FLAGS);
     let bad = Unsupported { wr_id };
     let len = u32_at(buf, SEND_DMA + DMA_LEN);
-    let (sge, extra) = if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
+    let opcode = u32_at(buf, OPCODE);
+    let (sge, extra) = if opcode == b::ib_wr_opcode_IB_WR_ATOMIC_WRITE {
+        // No gather list: librxe puts the 8 bytes where the SGEs would be
+        // (`dma.atomic_wr`), with `dma.length` 8.
+        if len != 8 {
+            return Err(bad);
+        }
+        let sge = Sge {
+            addr: 0,
+            length: 8,
+            lkey: 0,
+        };
+        (sge, Extra::None)
+    } else if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
         (Sge::default(), Extra::Inline(inline_data(buf).ok_or(bad)?))
     } else {
         let (sge, list) = sge_or_list(buf, SEND_DMA, max_sge).ok_or(bad)?;
@@ -174,7 +187,7 @@ pub(crate) fn send_wr(
             }
         }
     };
-    let (op, remote_addr, rkey) = match u32_at(buf, OPCODE) {
+    let (op, remote_addr, rkey) = match opcode {
         b::ib_wr_opcode_IB_WR_SEND => (WrOp::Send, 0, 0),
         b::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (WrOp::SendWithImm(be32_at(buf, EX)), 0, 0),
         b::ib_wr_opcode_IB_WR_SEND_WITH_INV => (WrOp::SendWithInv(u32_at(buf, EX)), 0, 0),
@@ -204,6 +217,18 @@ pub(crate) fn send_wr(
             u64_at(buf, ATOMIC_ADDR),
             u32_at(buf, ATOMIC_RKEY),
         ),
+        b::ib_wr_opcode_IB_WR_ATOMIC_WRITE => {
+            let start = SEND_DMA + DMA_SGE;
+            let value = buf
+                .get(start..start.saturating_add(8))
+                .and_then(|v| <[u8; 8]>::try_from(v).ok())
+                .ok_or(bad)?;
+            (
+                WrOp::AtomicWrite { value },
+                u64_at(buf, RDMA_ADDR),
+                u32_at(buf, RDMA_RKEY),
+            )
+        }
         _ => return Err(bad),
     };
     let wr = SendWr {

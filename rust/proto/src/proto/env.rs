@@ -48,6 +48,11 @@ pub enum AtomicOp {
         /// Addend.
         add: u64,
     },
+    /// Store `value` (RDMA ATOMIC WRITE).
+    Store {
+        /// New value.
+        value: u64,
+    },
 }
 
 impl AtomicOp {
@@ -63,6 +68,16 @@ impl AtomicOp {
                 }
             }
             AtomicOp::FetchAdd { add } => old.wrapping_add(add),
+            AtomicOp::Store { value } => value,
+        }
+    }
+
+    /// The access right the target memory must grant: remote atomic, or
+    /// remote write for ATOMIC WRITE (as rxe checks it).
+    pub fn access(self) -> Access {
+        match self {
+            AtomicOp::Store { .. } => Access::RemoteWrite,
+            _ => Access::RemoteAtomic,
         }
     }
 }

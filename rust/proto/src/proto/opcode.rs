@@ -42,6 +42,8 @@ pub mod mask {
     pub const MIDDLE: u32 = 1 << 17;
     /// Last packet of a message.
     pub const END: u32 = 1 << 18;
+    /// RDMA ATOMIC WRITE (an 8-byte payload stored as one word).
+    pub const ATOMIC_WRITE: u32 = 1 << 19;
 }
 
 use mask::*;
@@ -252,7 +254,7 @@ const WRITE_ONLY_IMM: u32 = WRITE_ONLY | IMMDT | RWR | COMP;
 const READ_RESP_START: u32 = ACK | READ | PAYLOAD | START;
 
 /// Every opcode this core understands.
-pub static OPCODES: [OpcodeInfo; 37] = [
+pub static OPCODES: [OpcodeInfo; 38] = [
     OpcodeInfo::new(0x00, "RC_SEND_FIRST", SEND_FIRST),
     OpcodeInfo::new(0x01, "RC_SEND_MIDDLE", SEND_MIDDLE),
     OpcodeInfo::new(0x02, "RC_SEND_LAST", SEND_LAST),
@@ -296,6 +298,11 @@ pub static OPCODES: [OpcodeInfo; 37] = [
     OpcodeInfo::new(0x14, "RC_FETCH_ADD", REQ | ATOMIC | ATMETH | START | END),
     OpcodeInfo::new(0x16, "RC_SEND_LAST_WITH_INVALIDATE", SEND_LAST | IETH),
     OpcodeInfo::new(0x17, "RC_SEND_ONLY_WITH_INVALIDATE", SEND_ONLY | IETH),
+    OpcodeInfo::new(
+        0x1d,
+        "RC_ATOMIC_WRITE",
+        REQ | ATOMIC_WRITE | RETH | PAYLOAD | START | END,
+    ),
     OpcodeInfo::new(0x20, "UC_SEND_FIRST", SEND_FIRST),
     OpcodeInfo::new(0x21, "UC_SEND_MIDDLE", SEND_MIDDLE),
     OpcodeInfo::new(0x22, "UC_SEND_LAST", SEND_LAST),
@@ -332,7 +339,7 @@ const fn build_index() -> [u8; 256] {
 static INDEX: [u8; 256] = build_index();
 
 /// Look up an opcode; `None` for opcodes this core does not handle
-/// (RD, CNP, FLUSH, ATOMIC_WRITE, vendor opcodes).
+/// (RD, CNP, FLUSH, vendor opcodes).
 pub fn opcode_info(opcode: u8) -> Option<&'static OpcodeInfo> {
     let idx = *INDEX.get(usize::from(opcode))?;
     OPCODES.get(usize::from(idx))
@@ -362,6 +369,7 @@ pub mod rc {
     pub const ATOMIC_ACKNOWLEDGE: u8 = 0x12;
     pub const COMPARE_SWAP: u8 = 0x13;
     pub const FETCH_ADD: u8 = 0x14;
+    pub const ATOMIC_WRITE: u8 = 0x1d;
     pub const SEND_LAST_WITH_INVALIDATE: u8 = 0x16;
     pub const SEND_ONLY_WITH_INVALIDATE: u8 = 0x17;
 }

@@ -65,6 +65,8 @@ pub enum WcOpcode {
     CompSwap = 3,
     /// IB_WC_FETCH_ADD.
     FetchAdd = 4,
+    /// IB_WC_ATOMIC_WRITE.
+    AtomicWrite = 9,
     /// IB_WC_RECV.
     Recv = 128,
     /// IB_WC_RECV_RDMA_WITH_IMM.
@@ -98,14 +100,21 @@ pub enum WrOp {
         /// Value added to the remote word.
         add: u64,
     },
+    /// RDMA ATOMIC WRITE: these 8 bytes stored at the remote address as one
+    /// 64-bit word (no local buffer; the work request's SGE has length 8).
+    AtomicWrite {
+        /// The bytes, as the consumer gave them.
+        value: [u8; 8],
+    },
 }
 
 impl WrOp {
-    /// True for RDMA READ and the atomics (they need responder resources).
+    /// True for RDMA READ, the atomics and ATOMIC WRITE (they need
+    /// responder resources and are answered by a response of their own).
     pub const fn is_read_or_atomic(self) -> bool {
         matches!(
             self,
-            WrOp::Read | WrOp::CmpSwap { .. } | WrOp::FetchAdd { .. }
+            WrOp::Read | WrOp::CmpSwap { .. } | WrOp::FetchAdd { .. } | WrOp::AtomicWrite { .. }
         )
     }
     /// True for the atomics.
@@ -136,6 +145,7 @@ impl WrOp {
             WrOp::Read => WcOpcode::RdmaRead,
             WrOp::CmpSwap { .. } => WcOpcode::CompSwap,
             WrOp::FetchAdd { .. } => WcOpcode::FetchAdd,
+            WrOp::AtomicWrite { .. } => WcOpcode::AtomicWrite,
         }
     }
 }

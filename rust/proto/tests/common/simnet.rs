@@ -95,7 +95,7 @@ impl MemoryAccess for SimMem {
         Ok(())
     }
     fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError> {
-        let w = self.find(rkey, va, 8, Access::RemoteAtomic)?;
+        let w = self.find(rkey, va, 8, op.access())?;
         let old = u64::from_ne_bytes(w[..8].try_into().unwrap());
         let new = op.apply(old);
         w.copy_from_slice(&new.to_ne_bytes());

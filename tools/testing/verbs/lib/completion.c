@@ -26,6 +26,7 @@ const char *wc_opname(enum ibv_wc_opcode op)
 	case IBV_WC_RDMA_READ: return "RDMA_READ";
 	case IBV_WC_COMP_SWAP: return "COMP_SWAP";
 	case IBV_WC_FETCH_ADD: return "FETCH_ADD";
+	case IBV_WC_ATOMIC_WRITE: return "ATOMIC_WRITE";
 	case IBV_WC_RECV: return "RECV";
 	case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
 	default:

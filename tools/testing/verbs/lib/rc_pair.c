@@ -81,7 +81,22 @@ int rc_pair_opts(struct env *e, struct ibv_pd *pd, const struct rc_opts *o, stru
 	qp_init_attr(p->cq_a, IBV_QPT_RC, NULL, &ia);
 	ia.cap.max_send_wr = ia.cap.max_recv_wr = 2 * DP_BURST;
 	dp_caps(&ia, o->cap);
-	NEW(p->a, ibv_create_qp(pd, &ia));
+	if (o->send_ops_a) {
+		struct ibv_qp_init_attr_ex iax;
+
+		memset(&iax, 0, sizeof(iax));
+		iax.qp_type = ia.qp_type;
+		iax.send_cq = ia.send_cq;
+		iax.recv_cq = ia.recv_cq;
+		iax.cap = ia.cap;
+		iax.sq_sig_all = ia.sq_sig_all;
+		iax.pd = pd;
+		iax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		iax.send_ops_flags = o->send_ops_a;
+		NEW(p->a, ibv_create_qp_ex(e->ctx, &iax));
+	} else {
+		NEW(p->a, ibv_create_qp(pd, &ia));
+	}
 	qp_init_attr(p->cq_b, IBV_QPT_RC, o->srq, &ia);
 	ia.cap.max_send_wr = 2 * DP_BURST;
 	if (!o->srq)

@@ -191,6 +191,8 @@ struct rc_opts {
 	int cqe_b;			/* entries of B's CQ */
 	const struct ibv_qp_cap *cap;	/* SGE and inline limits, if not NULL */
 	int access_b;			/* B's qp_access_flags */
+	uint64_t send_ops_a;		/* if not 0: A is an ibv_qp_ex with these
+					 * IBV_QP_EX_WITH_* send operations */
 };
 
 int rc_connect_access(struct env *e, struct ibv_qp *qp, uint32_t peer_qpn, uint32_t sq_psn,

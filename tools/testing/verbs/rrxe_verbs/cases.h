@@ -24,6 +24,7 @@ int t_objects(struct env *e);
 int t_rc_loop(struct env *e);
 int t_srq_limit(struct env *e);
 int t_rnr(struct env *e);
+int t_atomic_write(struct env *e);
 int t_cq_overflow(struct env *e);
 
 /* multi_sge.c */

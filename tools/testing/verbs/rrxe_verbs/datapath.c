@@ -335,6 +335,75 @@ int t_srq_limit(struct env *e)
 	return 0;
 }
 
+/*
+ * RDMA ATOMIC WRITE through the extended QP API (librxe's ibv_wr_atomic_write):
+ * the 8 bytes land in B's word and nowhere else, a FETCH_AND_ADD after it
+ * returns them, and one to an address that is not 8-byte aligned completes
+ * with IBV_WC_REM_INV_REQ_ERR (rxe: a misaligned atomic) and stores nothing.
+ */
+int t_atomic_write(struct env *e)
+{
+	const struct rc_opts o = {
+		.rnr_retry = 7, .retry_cnt = 7, .cqe_b = 4 * DP_BURST, .access_b = DP_ACCESS,
+		.send_ops_a = IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+	};
+	const uint64_t v = 0x1122334455667788ull;
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_qp_ex *qx;
+	struct ibv_pd *pd;
+	struct rc_pair p;
+	uint64_t *rem, *res;
+
+	NEW(pd, ibv_alloc_pd(e->ctx));
+	if (rc_pair_opts(e, pd, &o, &p))
+		return -1;
+	qx = ibv_qp_to_qp_ex(p.a);
+	CHECK(qx, "ibv_qp_to_qp_ex: %s", errname(errno));
+	memset(p.buf_b, 0xee, DP_BUF);
+	rem = (uint64_t *)(p.buf_b + 4096);
+
+	ibv_wr_start(qx);
+	qx->wr_id = 300;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qx, p.mr_b->rkey, (uintptr_t)rem, &v);
+	OK(ibv_wr_complete(qx));
+	if (expect_wc(p.cq_a, "ATOMIC_WRITE", p.a, 300, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE, -1,
+		      NULL))
+		return -1;
+	CHECK(*rem == v, "ATOMIC_WRITE stored %#" PRIx64 ", expected %#" PRIx64, *rem, v);
+	if (untouched(p.buf_b, 4096, 0xee, "B's buffer before the word") ||
+	    untouched(p.buf_b + 4104, DP_BUF - 4104, 0xee, "B's buffer after the word"))
+		return -1;
+
+	res = (uint64_t *)p.buf_a;
+	*res = 0;
+	send_wr(&wr, &sge, IBV_WR_ATOMIC_FETCH_AND_ADD, 301, res, 8, p.mr_a->lkey);
+	wr.wr.atomic.remote_addr = (uintptr_t)rem;
+	wr.wr.atomic.rkey = p.mr_b->rkey;
+	wr.wr.atomic.compare_add = 1;
+	if (post_a(&p, &wr) ||
+	    expect_wc(p.cq_a, "FETCH_AND_ADD after ATOMIC_WRITE", p.a, 301, IBV_WC_SUCCESS,
+		      IBV_WC_FETCH_ADD, 8, NULL))
+		return -1;
+	CHECK(*res == v, "FETCH_AND_ADD returned %#" PRIx64 ", expected %#" PRIx64, *res, v);
+	CHECK(*rem == v + 1, "word %#" PRIx64 " after the add, expected %#" PRIx64, *rem, v + 1);
+	if (cq_empty(p.cq_b, "ATOMIC_WRITE, B's CQ"))
+		return -1;
+
+	ibv_wr_start(qx);
+	qx->wr_id = 302;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qx, p.mr_b->rkey, (uintptr_t)(p.buf_b + 8196), &v);
+	OK(ibv_wr_complete(qx));
+	if (expect_wc(p.cq_a, "misaligned ATOMIC_WRITE", p.a, 302, IBV_WC_REM_INV_REQ_ERR,
+		      IBV_WC_ATOMIC_WRITE, -1, NULL) ||
+	    untouched(p.buf_b + 8192, 16, 0xee, "B's buffer at the misaligned word"))
+		return -1;
+	vlog("ATOMIC_WRITE stored, FETCH_AND_ADD read it back, misaligned: REM_INV_REQ_ERR");
+	return 0;
+}
+
 int t_rnr(struct env *e)
 {
 	struct ibv_send_wr wr;

@@ -78,6 +78,8 @@ static const struct tcase cases[] = {
 	  "SENDs to an SRQ below its armed limit: SRQ_LIMIT_REACHED, limit disarmed; "
 	  "QP on the SRQ to ERR: QP_LAST_WQE_REACHED" },
 	{ "rnr", t_rnr, "datapath", "SEND before its receive: RNR retry (7), RNR_RETRY_EXC_ERR (0)" },
+	{ "atomic_write", t_atomic_write, "datapath",
+	  "ibv_wr_atomic_write: 8 bytes stored, then FETCH_AND_ADD sees them; misaligned fails" },
 	{ "cq_overflow", t_cq_overflow, "datapath",
 	  "SENDs into a full receive CQ: CQ_ERR, QPs to ERR, sender's completions" },
 	{ "mr_iova", t_mr_iova, "bounds",

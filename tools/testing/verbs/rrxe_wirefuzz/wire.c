@@ -86,7 +86,7 @@ void rng_bytes(struct rng *r, void *p, size_t n)
 #define WRITE_O (WRITE_F | H_LAST)
 
 /* The RC opcodes 0x00-0x17; UC 0x20-0x2b uses the same layout (no reads, atomics, acks). */
-static const unsigned int rc_ops[0x18] = {
+static const unsigned int rc_ops[0x20] = {
 	[0x00] = SEND_F,
 	[0x01] = SEND_M,
 	[0x02] = SEND_L,
@@ -110,6 +110,7 @@ static const unsigned int rc_ops[0x18] = {
 	[0x14] = H_KNOWN | H_REQ | H_ATOMIC | H_FIRST | H_LAST,
 	[0x16] = SEND_L | H_IETH,
 	[0x17] = SEND_O | H_IETH,
+	[0x1d] = H_KNOWN | H_REQ | H_RETH | H_PAYLOAD | H_FIRST | H_LAST,	/* ATOMIC WRITE */
 };
 
 unsigned int op_mask(uint8_t op)
@@ -118,7 +119,7 @@ unsigned int op_mask(uint8_t op)
 
 	switch (op >> 5) {
 	case 0:	/* RC */
-		return low < 0x18 ? rc_ops[low] : 0;
+		return low < sizeof(rc_ops) / sizeof(rc_ops[0]) ? rc_ops[low] : 0;
 	case 1:	/* UC: sends and writes */
 		return low < 0x0c ? rc_ops[low] : 0;
 	case 3:	/* UD */

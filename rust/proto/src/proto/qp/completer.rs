@@ -103,6 +103,9 @@ impl<S: Storage> Requester<S> {
             Kind::ReadResp if w.wr.op == WrOp::Read && w.contains(psn) => {
                 self.read_response(env, cfg, ctr, &w, pkt)
             }
+            Kind::ReadResp if matches!(w.wr.op, WrOp::AtomicWrite { .. }) && w.first_psn == psn => {
+                self.atomic_write_response(env, cfg, ctr, pkt)
+            }
             Kind::AtomicAck(orig) if w.wr.op.is_atomic() && w.first_psn == psn => {
                 self.atomic_ack(env, cfg, ctr, &w, orig)
             }
@@ -197,6 +200,29 @@ impl<S: Storage> Requester<S> {
         if is_last {
             self.complete_front(env, cfg, ctr, WcStatus::Success);
         }
+        self.progress(env, cfg);
+        false
+    }
+
+    /// The answer to an ATOMIC WRITE: an RDMA READ RESPONSE ONLY with an
+    /// ACK and no payload (as rxe and the spec's ATOMIC WRITE have it).
+    fn atomic_write_response(
+        &mut self,
+        env: &mut Env<'_>,
+        cfg: &QpConfig,
+        ctr: &mut Counters,
+        pkt: &Packet<'_>,
+    ) -> bool {
+        let psn = pkt.hdr.bth.psn;
+        if psn != self.comp_psn {
+            let from = self.comp_psn;
+            return self.retry_from(cfg, ctr, from);
+        }
+        if pkt.hdr.bth.opcode != rc::RDMA_READ_RESPONSE_ONLY || !pkt.payload.is_empty() {
+            self.error = Some((0, WcStatus::BadRespErr));
+            return true;
+        }
+        self.complete_front(env, cfg, ctr, WcStatus::Success);
         self.progress(env, cfg);
         false
     }

@@ -135,7 +135,8 @@ impl<S: Storage> Requester<S> {
         state: QpState,
         wr: SendWr,
     ) -> Result<(), QpError> {
-        let bad_atomic = wr.op.is_atomic() && wr.sge.length != 8;
+        let bad_atomic =
+            (wr.op.is_atomic() || matches!(wr.op, WrOp::AtomicWrite { .. })) && wr.sge.length != 8;
         if !wr.op.carried_by(cfg.transport)
             || bad_atomic
             || wr.sge.length > (1 << 31)
@@ -412,10 +413,15 @@ impl<S: Storage> Requester<S> {
         if payload_len > 0 {
             let va = w.wr.sge.addr.wrapping_add(u64::from(self.send_off));
             let dst = buf.get_mut(off..off.saturating_add(payload_len as usize));
-            let ok = dst.is_some_and(|d| {
-                env.mem
+            let ok = dst.is_some_and(|d| match w.wr.op {
+                // The value travels in the request itself.
+                WrOp::AtomicWrite { value } => {
+                    d.get_mut(..8).map(|d| d.copy_from_slice(&value)).is_some()
+                }
+                _ => env
+                    .mem
                     .read(w.wr.sge.lkey, va, d, Access::LocalRead)
-                    .is_ok()
+                    .is_ok(),
             });
             if !ok {
                 return self.local_error(WcStatus::LocProtErr);
@@ -504,6 +510,14 @@ fn request_headers(
         WrOp::FetchAdd { add } => {
             h.atomic = Some(atomic(add, 0));
             (rc::FETCH_ADD, 0, true)
+        }
+        WrOp::AtomicWrite { .. } => {
+            h.reth = Some(RethRepr {
+                va: wr.remote_addr,
+                rkey: wr.rkey,
+                len: 8,
+            });
+            (rc::ATOMIC_WRITE, 8, true)
         }
         op => {
             let first = pkt_idx == 0;

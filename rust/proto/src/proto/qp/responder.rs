@@ -43,6 +43,14 @@ pub enum Response {
         /// MSN at the time.
         msn: Msn,
     },
+    /// The answer to an ATOMIC WRITE: an RDMA READ RESPONSE ONLY with an
+    /// ACK and no payload.
+    AtomicWriteAck {
+        /// PSN of the ATOMIC WRITE request.
+        psn: Psn,
+        /// MSN at the time.
+        msn: Msn,
+    },
     /// READ response stream.
     Read {
         /// The next packet's PSN.
@@ -283,6 +291,7 @@ impl<S: Storage> Responder<S> {
         // opcode were not supported), checked before any resource is used.
         let enabled = (!info.has(mask::READ) || cfg.remote.read)
             && (!info.has(mask::WRITE) || cfg.remote.write)
+            && (!info.has(mask::ATOMIC_WRITE) || cfg.remote.write)
             && (!info.has(mask::ATOMIC) || cfg.remote.atomic);
         if !enabled {
             return self.fatal(ctr, psn, NakCode::InvalidRequest);
@@ -293,7 +302,9 @@ impl<S: Storage> Responder<S> {
             self.queue_ack(psn, Syndrome::RnrNak(cfg.min_rnr_timer));
             return false;
         }
-        if (info.has(mask::READ) || info.has(mask::ATOMIC)) && no_room(&self.resp_q) {
+        if (info.has(mask::READ) || info.has(mask::ATOMIC) || info.has(mask::ATOMIC_WRITE))
+            && no_room(&self.resp_q)
+        {
             ctr.resp_queue_full = ctr.resp_queue_full.wrapping_add(1);
             return false;
         }
@@ -306,6 +317,8 @@ impl<S: Storage> Responder<S> {
             self.read(env, cfg, ctr, pkt)
         } else if info.has(mask::ATOMIC) {
             self.atomic(env, ctr, pkt)
+        } else if info.has(mask::ATOMIC_WRITE) {
+            self.atomic_write(env, ctr, pkt)
         } else {
             self.fatal(ctr, psn, NakCode::InvalidRequest)
         }
@@ -563,6 +576,36 @@ impl<S: Storage> Responder<S> {
         false
     }
 
+    /// An RDMA ATOMIC WRITE: exactly 8 bytes, to an aligned word of memory
+    /// the requester may write, stored as one 64-bit word; remembered, so a
+    /// duplicate is answered without storing again.
+    fn atomic_write(&mut self, env: &mut Env<'_>, ctr: &mut Counters, pkt: &Packet<'_>) -> bool {
+        let psn = pkt.hdr.bth.psn;
+        let Some(r) = pkt.hdr.reth else {
+            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+        };
+        let mut value = [0u8; 8];
+        if r.len != 8 || !pkt.payload.copy_to(&mut value) {
+            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+        }
+        if r.va & 7 != 0 {
+            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+        }
+        let op = AtomicOp::Store {
+            value: u64::from_ne_bytes(value),
+        };
+        if env.mem.atomic(r.rkey, r.va, op).is_err() {
+            return self.fatal(ctr, psn, NakCode::RemoteAccessError);
+        }
+        self.msn = self.msn.next();
+        self.epsn = psn.next();
+        self.atomics.push_overwrite((psn, 0));
+        let _ = self
+            .resp_q
+            .push(Response::AtomicWriteAck { psn, msn: self.msn });
+        false
+    }
+
     /// A request with a PSN before the expected one: replay READ data,
     /// replay atomic results from history, re-ACK everything else.
     fn duplicate(&mut self, env: &mut Env<'_>, cfg: &QpConfig, pkt: &Packet<'_>) {
@@ -613,7 +656,14 @@ impl<S: Storage> Responder<S> {
         if no_room(&self.resp_q) {
             return;
         }
-        if pkt.info.has(mask::ATOMIC) {
+        if pkt.info.has(mask::ATOMIC_WRITE) {
+            // Answered again, not executed again.
+            if self.atomics.iter().any(|(p, _)| *p == psn) {
+                let _ = self
+                    .resp_q
+                    .push(Response::AtomicWriteAck { psn, msn: self.msn });
+            }
+        } else if pkt.info.has(mask::ATOMIC) {
             if let Some(&(_, orig)) = self.atomics.iter().find(|(p, _)| *p == psn) {
                 let _ = self.resp_q.push(Response::AtomicAck {
                     psn,
@@ -655,6 +705,14 @@ impl<S: Storage> Responder<S> {
                 let mut h = Headers::new(bth(rc::ATOMIC_ACKNOWLEDGE, psn));
                 h.aeth = Some(ok_aeth(msn));
                 h.atomic_ack = Some(orig);
+                if transmit(env, &h, None) != Sent::Yes {
+                    return false;
+                }
+                let _ = self.resp_q.pop();
+            }
+            Response::AtomicWriteAck { psn, msn } => {
+                let mut h = Headers::new(bth(rc::RDMA_READ_RESPONSE_ONLY, psn));
+                h.aeth = Some(ok_aeth(msn));
                 if transmit(env, &h, None) != Sent::Yes {
                     return false;
                 }
