@@ -1002,3 +1002,159 @@ fn atomic_write_exactly_once() {
         vec![0; 16]
     );
 }
+
+// ---- Local operations (fast registration, local invalidation) ----
+
+fn local(id: u64, op: LocalOp) -> SendWr {
+    let mut wr = send(id, 0);
+    wr.op = WrOp::Local(op);
+    wr.sge = Sge::default();
+    wr
+}
+
+fn opcodes(sim: &Sim, node: usize) -> Vec<(u64, WcOpcode, WcStatus)> {
+    sim.nodes[node]
+        .cq
+        .send
+        .iter()
+        .map(|w| (w.wr_id, w.opcode, w.status))
+        .collect()
+}
+
+/// A local operation runs when the requester reaches it, sends nothing, and
+/// completes in queue order: after the multi-packet WRITE before it is
+/// acknowledged, before the SEND behind it.
+#[test]
+fn local_ops_complete_in_order() {
+    for seed in 0..50 {
+        let faults = Faults {
+            loss: 30_000,
+            dup: 20_000,
+            corrupt: 10_000,
+            jitter_us: 50,
+        };
+        let mut sim = pair(seed, faults, |_| {});
+        // A's own region 0x300, invalid until registered (key variant 0x00).
+        sim.nodes[0].mem.add(0x300, 0x70_0000, vec![0; 4096], false);
+        sim.nodes[0].mem.regions.last_mut().unwrap().valid = false;
+        let mut wr = send(0, 2000);
+        wr.op = WrOp::Write;
+        wr.remote_addr = B_WRITE.1;
+        wr.rkey = B_WRITE.0;
+        post(&mut sim, 0, wr);
+        post(
+            &mut sim,
+            0,
+            local(
+                1,
+                LocalOp::RegMr {
+                    key: 0x307,
+                    access: 0,
+                },
+            ),
+        );
+        // A SEND whose gather list is the region just registered.
+        let mut s = send(2, 100);
+        s.sge = Sge {
+            addr: 0x70_0000,
+            length: 100,
+            lkey: 0x307,
+        };
+        post(&mut sim, 0, s);
+        post(&mut sim, 0, local(3, LocalOp::Invalidate { key: 0x307 }));
+        post_recv(&mut sim, 0, 100);
+        run_until_quiet(&mut sim);
+        use WcOpcode::*;
+        use WcStatus::Success;
+        assert_eq!(
+            opcodes(&sim, 0),
+            [
+                (0, RdmaWrite, Success),
+                (1, RegMr, Success),
+                (2, Send, Success),
+                (3, LocalInv, Success)
+            ],
+            "seed {seed}"
+        );
+        // Each ran once, whatever was retransmitted around them.
+        assert_eq!(
+            sim.nodes[0].mem.local_ops,
+            [
+                LocalOp::RegMr {
+                    key: 0x307,
+                    access: 0
+                },
+                LocalOp::Invalidate { key: 0x307 }
+            ],
+            "seed {seed}"
+        );
+        assert!(!sim.nodes[0].mem.regions.last().unwrap().valid);
+        assert_eq!(statuses(&sim, 1, true), [Success], "seed {seed}");
+    }
+}
+
+/// A local operation that fails (a key that names no region) fails the QP
+/// with LOC_QP_OP_ERR for it and flushes what follows; what was before it
+/// still completes.
+#[test]
+fn local_op_failure_fails_the_qp() {
+    let mut sim = pair(0, Faults::default(), |_| {});
+    post_recv(&mut sim, 0, 100);
+    post(&mut sim, 0, send(0, 100));
+    post(&mut sim, 0, local(1, LocalOp::Invalidate { key: 0x999 }));
+    post(&mut sim, 0, send(2, 100));
+    run_until_quiet(&mut sim);
+    use WcStatus::*;
+    let got: Vec<_> = opcodes(&sim, 0).iter().map(|c| (c.0, c.2)).collect();
+    assert_eq!(got, [(0, Success), (1, LocQpOpErr), (2, WrFlushErr)]);
+    assert_eq!(sim.nodes[0].qp.state(), QpState::Error);
+}
+
+/// A SEND with invalidate invalidates the responder's key and reports it in
+/// the receive completion; a WRITE through that key then fails.
+#[test]
+fn send_with_invalidate_invalidates_the_rkey() {
+    let mut sim = pair(0, Faults::default(), |_| {});
+    post_recv(&mut sim, 0, 100);
+    let mut wr = send(0, 100);
+    wr.op = WrOp::SendWithInv(B_WRITE.0);
+    post(&mut sim, 0, wr);
+    run_until_quiet(&mut sim);
+    let wc = sim.nodes[1].cq.recv[0];
+    assert_eq!(wc.status, WcStatus::Success);
+    assert_eq!(wc.invalidated_rkey, Some(B_WRITE.0));
+    let mut w = send(1, 8);
+    w.op = WrOp::Write;
+    w.remote_addr = B_WRITE.1;
+    w.rkey = B_WRITE.0;
+    post(&mut sim, 0, w);
+    run_until_quiet(&mut sim);
+    assert_eq!(
+        statuses(&sim, 0, false),
+        [WcStatus::Success, WcStatus::RemAccessErr]
+    );
+}
+
+/// On UC a local operation completes as soon as it runs.
+#[test]
+fn local_op_on_uc() {
+    let mut sim = pair(0, Faults::default(), |c| c.transport = Transport::Uc);
+    post_recv(&mut sim, 0, 100);
+    post(&mut sim, 0, send(0, 100));
+    post(
+        &mut sim,
+        0,
+        local(1, LocalOp::Invalidate { key: B_WRITE.0 }),
+    );
+    // B_WRITE is B's, not A's: A has no such key.
+    run_until_quiet(&mut sim);
+    let got: Vec<_> = opcodes(&sim, 0).iter().map(|c| (c.0, c.2)).collect();
+    assert_eq!(got, [(0, WcStatus::Success), (1, WcStatus::LocQpOpErr)]);
+    let mut sim = pair(0, Faults::default(), |c| c.transport = Transport::Uc);
+    post(&mut sim, 0, local(0, LocalOp::Invalidate { key: A_SRC.0 }));
+    run_until_quiet(&mut sim);
+    assert_eq!(
+        opcodes(&sim, 0),
+        [(0, WcOpcode::LocalInv, WcStatus::Success)]
+    );
+}

@@ -3,7 +3,7 @@
 //! implements these over MRs, skbs and CQs; the tests over plain vectors.
 
 use crate::proto::payload::Payload;
-use crate::proto::verbs::WorkCompletion;
+use crate::proto::verbs::{LocalOp, WorkCompletion};
 
 /// Kind of access requested for a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -116,6 +116,12 @@ pub trait MemoryAccess {
     fn invalidate(&mut self, rkey: u32) -> Result<(), MemError> {
         let _ = rkey;
         Ok(())
+    }
+    /// Execute a local operation of the send queue (fast registration,
+    /// local invalidation). The default refuses it.
+    fn local(&mut self, op: LocalOp) -> Result<(), MemError> {
+        let _ = op;
+        Err(MemError::BadKey)
     }
 }
 

@@ -65,8 +65,12 @@ pub enum WcOpcode {
     CompSwap = 3,
     /// IB_WC_FETCH_ADD.
     FetchAdd = 4,
+    /// IB_WC_LOCAL_INV.
+    LocalInv = 6,
     /// IB_WC_ATOMIC_WRITE.
     AtomicWrite = 9,
+    /// IB_WC_REG_MR.
+    RegMr = 10,
     /// IB_WC_RECV.
     Recv = 128,
     /// IB_WC_RECV_RDMA_WITH_IMM.
@@ -106,6 +110,29 @@ pub enum WrOp {
         /// The bytes, as the consumer gave them.
         value: [u8; 8],
     },
+    /// A local operation on the QP's own memory keys: no packets; it runs
+    /// when the requester reaches it and completes in queue order.
+    Local(LocalOp),
+}
+
+/// A send queue operation that changes a memory key of the requester's own
+/// side and sends nothing (the fast-registration work requests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocalOp {
+    /// Fast registration (`IB_WR_REG_MR`): the region whose index `key`
+    /// names becomes valid under `key`, with the `IB_ACCESS_*` flags
+    /// `access` and the pages its consumer mapped last.
+    RegMr {
+        /// The new key (the region's index and a new 8-bit variant).
+        key: u32,
+        /// Access flags.
+        access: u32,
+    },
+    /// Local invalidation (`IB_WR_LOCAL_INV`) of `key`.
+    Invalidate {
+        /// The key to invalidate.
+        key: u32,
+    },
 }
 
 impl WrOp {
@@ -123,16 +150,25 @@ impl WrOp {
     }
     /// True for operations carrying a payload from requester to responder.
     pub const fn is_send_or_write(self) -> bool {
-        !self.is_read_or_atomic()
+        !self.is_read_or_atomic() && !self.is_local()
+    }
+    /// True for local operations (no packets).
+    pub const fn is_local(self) -> bool {
+        matches!(self, WrOp::Local(_))
     }
     /// True if `transport` has this operation: RC has them all; UC has
-    /// SEND and RDMA WRITE, with or without immediate data (no invalidate).
+    /// SEND and RDMA WRITE, with or without immediate data (no invalidate),
+    /// and the local operations.
     pub const fn carried_by(self, transport: crate::proto::Transport) -> bool {
         match transport {
             crate::proto::Transport::Rc => true,
             crate::proto::Transport::Uc => matches!(
                 self,
-                WrOp::Send | WrOp::SendWithImm(_) | WrOp::Write | WrOp::WriteWithImm(_)
+                WrOp::Send
+                    | WrOp::SendWithImm(_)
+                    | WrOp::Write
+                    | WrOp::WriteWithImm(_)
+                    | WrOp::Local(_)
             ),
             _ => false,
         }
@@ -146,6 +182,8 @@ impl WrOp {
             WrOp::CmpSwap { .. } => WcOpcode::CompSwap,
             WrOp::FetchAdd { .. } => WcOpcode::FetchAdd,
             WrOp::AtomicWrite { .. } => WcOpcode::AtomicWrite,
+            WrOp::Local(LocalOp::RegMr { .. }) => WcOpcode::RegMr,
+            WrOp::Local(LocalOp::Invalidate { .. }) => WcOpcode::LocalInv,
         }
     }
 }

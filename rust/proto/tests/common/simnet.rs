@@ -36,6 +36,9 @@ pub struct Region {
     pub base: u64,
     pub data: Vec<u8>,
     pub remote: bool,
+    /// False once invalidated (locally or by a SEND with invalidate),
+    /// until a fast registration makes it valid again.
+    pub valid: bool,
 }
 
 /// Memory regions of one node.
@@ -43,6 +46,8 @@ pub struct Region {
 pub struct SimMem {
     pub regions: Vec<Region>,
     pub atomics_executed: u64,
+    /// Local operations executed, in order.
+    pub local_ops: Vec<LocalOp>,
 }
 
 impl SimMem {
@@ -52,13 +57,24 @@ impl SimMem {
             base,
             data,
             remote,
+            valid: true,
         });
+    }
+    /// Invalidate the valid region named by exactly `key`.
+    fn invalidate_key(&mut self, key: u32) -> Result<(), MemError> {
+        let r = self
+            .regions
+            .iter_mut()
+            .find(|r| r.key == key && r.valid)
+            .ok_or(MemError::BadKey)?;
+        r.valid = false;
+        Ok(())
     }
     fn find(&mut self, key: u32, va: u64, len: u64, access: Access) -> Result<&mut [u8], MemError> {
         let r = self
             .regions
             .iter_mut()
-            .find(|r| r.key == key)
+            .find(|r| r.key == key && r.valid)
             .ok_or(MemError::BadKey)?;
         let remote = matches!(
             access,
@@ -101,6 +117,27 @@ impl MemoryAccess for SimMem {
         w.copy_from_slice(&new.to_ne_bytes());
         self.atomics_executed += 1;
         Ok(old)
+    }
+    fn invalidate(&mut self, rkey: u32) -> Result<(), MemError> {
+        self.invalidate_key(rkey)
+    }
+    /// Keys as the driver forms them: an index (all but the low 8 bits) and
+    /// a variant the consumer rotates at each registration.
+    fn local(&mut self, op: LocalOp) -> Result<(), MemError> {
+        self.local_ops.push(op);
+        match op {
+            LocalOp::RegMr { key, .. } => {
+                let r = self
+                    .regions
+                    .iter_mut()
+                    .find(|r| r.key >> 8 == key >> 8 && !r.valid)
+                    .ok_or(MemError::BadKey)?;
+                r.key = key;
+                r.valid = true;
+                Ok(())
+            }
+            LocalOp::Invalidate { key } => self.invalidate_key(key),
+        }
     }
 }
 

@@ -423,17 +423,25 @@ impl<S: Storage> Qp<S> {
     /// requests. Returns the number of packets sent.
     pub fn poll_tx(&mut self, env: &mut Env<'_>, budget: usize) -> usize {
         let mut sent = 0usize;
-        while sent < budget {
-            let more = self.resp.poll_tx(env, &self.cfg)
-                || (self.state == QpState::Rts
-                    && match self.req.poll_tx(env, &self.cfg, &mut self.counters) {
-                        Tx::Sent => true,
-                        Tx::Idle => false,
-                        Tx::Fatal => {
-                            self.enter_error(env);
-                            true
-                        }
-                    });
+        // Local operations send nothing but take a turn of the budget.
+        let mut turns = 0usize;
+        while turns < budget {
+            turns = turns.saturating_add(1);
+            let more = if self.resp.poll_tx(env, &self.cfg) {
+                true
+            } else if self.state != QpState::Rts {
+                false
+            } else {
+                match self.req.poll_tx(env, &self.cfg, &mut self.counters) {
+                    Tx::Sent => true,
+                    Tx::Ran => continue,
+                    Tx::Idle => false,
+                    Tx::Fatal => {
+                        self.enter_error(env);
+                        true
+                    }
+                }
+            };
             if !more {
                 break;
             }

@@ -9,7 +9,7 @@ use crate::proto::env::{Access, Env};
 use crate::proto::headers::{AtomicEthRepr, BthRepr, RethRepr};
 use crate::proto::opcode::rc;
 use crate::proto::packet::Headers;
-use crate::proto::verbs::{SendWr, WcStatus, WorkCompletion, WrOp};
+use crate::proto::verbs::{LocalOp, SendWr, WcStatus, WorkCompletion, WrOp};
 use crate::proto::{Psn, Transport};
 
 /// Largest number of packets one message may span (keeps PSN windows far
@@ -55,6 +55,8 @@ impl SendWqe {
 pub(crate) enum Tx {
     /// A packet was sent.
     Sent,
+    /// A local operation ran (no packet).
+    Ran,
     /// Nothing to send now.
     Idle,
     /// A local error: the QP must enter the error state.
@@ -148,11 +150,17 @@ impl<S: Storage> Requester<S> {
             env.cq.send_completion(&wc(cfg, &wr, WcStatus::WrFlushErr));
             return Ok(());
         }
+        // A local operation occupies no PSN.
+        let npkts = if wr.op.is_local() {
+            0
+        } else {
+            npkts(wr.sge.length, cfg.mtu)
+        };
         self.q
             .push(SendWqe {
                 wr,
                 first_psn: Psn::new(0),
-                npkts: npkts(wr.sge.length, cfg.mtu),
+                npkts,
                 started: false,
             })
             .map_err(|_| QpError::QueueFull)
@@ -295,8 +303,29 @@ impl<S: Storage> Requester<S> {
         };
     }
 
-    /// Pop the oldest WQE and report it.
+    /// Pop the oldest WQE and report it; on success, also the local
+    /// operations behind it that have run (they wait only for their turn).
     pub(super) fn complete_front(
+        &mut self,
+        env: &mut Env<'_>,
+        cfg: &QpConfig,
+        ctr: &mut Counters,
+        status: WcStatus,
+    ) {
+        self.pop_front(env, cfg, ctr, status);
+        if status != WcStatus::Success {
+            return;
+        }
+        while self
+            .q
+            .front()
+            .is_some_and(|w| w.started && w.wr.op.is_local())
+        {
+            self.pop_front(env, cfg, ctr, WcStatus::Success);
+        }
+    }
+
+    fn pop_front(
         &mut self,
         env: &mut Env<'_>,
         cfg: &QpConfig,
@@ -375,6 +404,9 @@ impl<S: Storage> Requester<S> {
         if reliable && self.next_psn.since(self.comp_psn) >= cfg.max_inflight_pkts {
             return Tx::Idle;
         }
+        if let WrOp::Local(op) = w.wr.op {
+            return self.run_local(env, cfg, ctr, w, op);
+        }
         if !w.started {
             if !self.may_start(cfg, &w) {
                 return Tx::Idle;
@@ -449,6 +481,42 @@ impl<S: Storage> Requester<S> {
             self.retry_deadline = Some(env.now_us.saturating_add(cfg.timeout_us));
         }
         Tx::Sent
+    }
+
+    /// Run the local operation at `send_rel` (once: a rewind passes over
+    /// it). A registration runs when reached and completes with the request
+    /// before it; an invalidation waits until every request before it has
+    /// completed, since a retransmission of one of them may still read
+    /// through the key. A failure fails the QP with `LOC_QP_OP_ERR` for
+    /// it, as rxe does.
+    fn run_local(
+        &mut self,
+        env: &mut Env<'_>,
+        cfg: &QpConfig,
+        ctr: &mut Counters,
+        mut w: SendWqe,
+        op: LocalOp,
+    ) -> Tx {
+        if !w.started {
+            let waits = matches!(op, LocalOp::Invalidate { .. }) && self.send_rel != 0;
+            if waits || !self.may_start(cfg, &w) {
+                return Tx::Idle;
+            }
+            if env.mem.local(op).is_err() {
+                return self.local_error(WcStatus::LocQpOpErr);
+            }
+            w.first_psn = self.next_psn;
+            w.started = true;
+            if let Some(slot) = self.q.get_mut(self.send_rel) {
+                *slot = w;
+            }
+        }
+        if self.send_rel == 0 {
+            self.complete_front(env, cfg, ctr, WcStatus::Success);
+        } else {
+            self.send_rel = self.send_rel.saturating_add(1);
+        }
+        Tx::Ran
     }
 
     fn local_error(&mut self, status: WcStatus) -> Tx {
