@@ -324,6 +324,30 @@ pub trait Driver: Sized + Send + Sync + 'static {
         Err(EOPNOTSUPP)
     }
 
+    /// Allocates a fast-registration memory region (`IB_MR_TYPE_MEM_REG`)
+    /// of an in-kernel caller that maps up to `max_num_sg` pages. It names
+    /// no memory until the caller maps pages into it
+    /// ([`Driver::map_mr_page`]) and posts an `IB_WR_REG_MR` request.
+    fn alloc_mr(_pd: &Pd<Self>, _mr_type: u32, _max_num_sg: u32) -> Result<NewMr<Self::Mr>> {
+        Err(EOPNOTSUPP)
+    }
+    /// `ib_map_mr_sg` starts on a region made by [`Driver::alloc_mr`]: the
+    /// pages of its previous mapping are forgotten.
+    fn map_mr_begin(_mr: &Mr<Self>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+    /// The next page of the mapping (an address `ib_dma_map_*` gave the
+    /// caller, aligned to the region's page size but for the first one's
+    /// offset, which [`Driver::map_mr_end`]'s `iova` carries).
+    fn map_mr_page(_mr: &Mr<Self>, _addr: u64) -> Result {
+        Err(EOPNOTSUPP)
+    }
+    /// The mapping is complete: it covers `len` bytes from `iova`, in pages
+    /// of `page_size` bytes.
+    fn map_mr_end(_mr: &Mr<Self>, _iova: u64, _len: u64, _page_size: u32) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
     /// Creates a shared receive queue (updates the capacities in `init`).
     fn create_srq(
         pd: &Pd<Self>,
@@ -424,6 +448,8 @@ impl<T: Driver> OpsTable<T> {
             create_user_ah: op!(T::HAS_CREATE_AH, Self::create_ah),
             destroy_ah: op!(T::HAS_CREATE_AH, Self::destroy_ah),
             reg_user_mr: op!(T::HAS_REG_USER_MR, Self::reg_user_mr),
+            alloc_mr: op!(T::HAS_ALLOC_MR, Self::alloc_mr),
+            map_mr_sg: op!(T::HAS_ALLOC_MR, Self::map_mr_sg),
             dereg_mr: op!(T::HAS_REG_USER_MR, Self::dereg_mr),
             alloc_hw_port_stats: op!(T::HAS_GET_HW_STATS, Self::alloc_hw_port_stats),
             get_hw_stats: op!(T::HAS_GET_HW_STATS, Self::get_hw_stats),
@@ -889,6 +915,69 @@ impl<T: Driver> OpsTable<T> {
 
     /// # Safety
     ///
+    /// Only called by ib_core, as the `alloc_mr` callback of a device of driver `T`.
+    unsafe extern "C" fn alloc_mr(
+        pd: *mut b::ib_pd,
+        mr_type: b::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut b::ib_mr {
+        let res = (|| -> Result<*mut b::ib_mr> {
+            // SAFETY: ib_core passes a live PD.
+            let pd = unsafe { Pd::<T>::from_raw(pd) };
+            Self::boxed_mr(T::alloc_mr(pd, mr_type, max_num_sg)?)
+        })();
+        match res {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `map_mr_sg` callback of a device of
+    /// driver `T`, for a region `alloc_mr` made.
+    unsafe extern "C" fn map_mr_sg(
+        mr: *mut b::ib_mr,
+        sg: *mut b::scatterlist,
+        sg_nents: c_int,
+        sg_offset: *mut kernel::ffi::c_uint,
+    ) -> c_int {
+        // SAFETY: `alloc_mr` made `mr` with `new_boxed`; ib_core keeps it
+        // alive for the call.
+        let obj = unsafe { Mr::<T>::from_raw(mr) };
+        if let Err(e) = T::map_mr_begin(obj) {
+            return e.to_errno();
+        }
+        // SAFETY: `sg` is the caller's DMA-mapped list of `sg_nents`
+        // entries, `sg_offset` NULL or valid, and `map_mr_page` is called
+        // back with this region only during the call.
+        let n = unsafe { b::ib_sg_to_pages(mr, sg, sg_nents, sg_offset, Some(Self::map_mr_page)) };
+        if n < 0 {
+            return n;
+        }
+        // SAFETY: `ib_sg_to_pages` set `iova` and `length`; `ib_map_mr_sg`
+        // set `page_size` before calling us.
+        let (iova, len, page_size) = unsafe { ((*mr).iova, (*mr).length, (*mr).page_size) };
+        match T::map_mr_end(obj, iova, len, page_size) {
+            Ok(()) => n,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Only called by `ib_sg_to_pages` from [`Self::map_mr_sg`].
+    unsafe extern "C" fn map_mr_page(mr: *mut b::ib_mr, addr: u64) -> c_int {
+        // SAFETY: As in `map_mr_sg`, which is running.
+        let obj = unsafe { Mr::<T>::from_raw(mr) };
+        match T::map_mr_page(obj, addr) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
     /// Only called by ib_core, as the `create_srq` callback of a device of driver `T`.
     unsafe extern "C" fn create_srq(
         srq: *mut b::ib_srq,
@@ -1024,7 +1113,7 @@ impl<T: Driver> OpsTable<T> {
     ///
     /// Only called by ib_core, as the `dereg_mr` callback of a device of driver `T`.
     unsafe extern "C" fn dereg_mr(mr: *mut b::ib_mr, _udata: *mut b::ib_udata) -> c_int {
-        // SAFETY: `reg_user_mr` or `get_dma_mr` made `mr` with `new_boxed`;
+        // SAFETY: `reg_user_mr`, `get_dma_mr` or `alloc_mr` made `mr` with `new_boxed`;
         // ib_core drops it once.
         unsafe { Mr::<T>::free_boxed(mr) };
         0

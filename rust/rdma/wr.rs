@@ -164,6 +164,39 @@ impl<'a, T: Driver> SendWr<'a, T> {
     }
 }
 
+impl<T: Driver> SendWr<'_, T> {
+    /// The new key and access flags of a fast registration
+    /// (`IB_WR_REG_MR`), with the local key the region had when posted.
+    pub fn reg(&self) -> Option<RegWr> {
+        if self.ud || self.raw.opcode != b::ib_wr_opcode_IB_WR_REG_MR {
+            return None;
+        }
+        // SAFETY: REG_MR is posted in an `ib_reg_wr` (ULP contract).
+        let r = unsafe {
+            &*kernel::container_of!(core::ptr::from_ref(self.raw).cast_mut(), b::ib_reg_wr, wr)
+        };
+        if r.mr.is_null() {
+            return None;
+        }
+        Some(RegWr {
+            key: r.key,
+            access: r.access as u32,
+            // SAFETY: The caller's region stays alive while it is posted.
+            mr_lkey: unsafe { (*r.mr).lkey },
+        })
+    }
+}
+
+/// A fast registration request.
+pub struct RegWr {
+    /// The key the region is registered under.
+    pub key: u32,
+    /// `IB_ACCESS_*` flags.
+    pub access: u32,
+    /// The region's local key at posting (its index must match `key`'s).
+    pub mr_lkey: u32,
+}
+
 /// One receive work request of an in-kernel caller.
 pub struct RecvWr<'a> {
     raw: &'a b::ib_recv_wr,

@@ -11,12 +11,16 @@
 //! process context.
 
 use crate::{
-    proto::{Access, AtomicOp, MemError, MemoryAccess},
+    proto::{Access, AtomicOp, LocalOp, MemError, MemoryAccess},
     rdma::{bindings as b, umem::Umem},
     sync::table::Table,
 };
 use core::sync::atomic::{AtomicBool, Ordering};
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    new_spinlock_irq,
+    prelude::*,
+    sync::{Arc, SpinLockIrq},
+};
 
 /// What a region's addresses name.
 pub(crate) enum Memory {
@@ -27,6 +31,160 @@ pub(crate) enum Memory {
     /// SGEs with the addresses `ib_dma_map_*` gave them (rrxe uses virtual
     /// DMA: `ib_uses_virt_dma`). Local access only.
     KernelDma,
+    /// A fast-registration region of an in-kernel caller (`alloc_mr`):
+    /// pages it maps with `map_mr_sg` and makes valid with a REG_MR work
+    /// request, under a key and access flags of that request, until a
+    /// LOCAL_INV or a SEND with invalidate.
+    Fast(Arc<SpinLockIrq<FastMap>>),
+}
+
+/// The mapping of a fast-registration region: the live one the datapath
+/// uses and the one its owner prepares for the next registration.
+pub(crate) struct FastMap {
+    /// Registered and not invalidated since.
+    valid: bool,
+    /// The full key of the registration.
+    key: u32,
+    /// `IB_ACCESS_*` flags of the registration.
+    access: u32,
+    live: Pages,
+    staged: Pages,
+}
+
+/// Kernel pages of a mapping (`ib_sg_to_pages`'s page addresses: virtual
+/// addresses, as rrxe does virtual DMA) and the range they hold.
+struct Pages {
+    /// Page addresses, the first one aligned down to the page size; the
+    /// vector never grows past the capacity it was made with.
+    addrs: KVec<u64>,
+    /// Address of the first byte (`ib_mr.iova`).
+    iova: u64,
+    /// Bytes mapped.
+    len: u64,
+    /// log2 of the page size.
+    shift: u32,
+}
+
+impl Pages {
+    fn new(max: usize) -> Result<Self> {
+        Ok(Self {
+            addrs: KVec::with_capacity(max, GFP_KERNEL)?,
+            iova: 0,
+            len: 0,
+            shift: 12,
+        })
+    }
+
+    /// Calls `f` with the kernel address and length of each piece of the
+    /// bytes `[off, off + len)` of the mapping, in order.
+    fn for_each(
+        &self,
+        off: u64,
+        len: usize,
+        mut f: impl FnMut(usize, usize, usize) -> Result<(), MemError>,
+    ) -> Result<(), MemError> {
+        let size = 1u64.checked_shl(self.shift).ok_or(MemError::OutOfRange)?;
+        let mask = size.wrapping_sub(1);
+        // Offset from the start of the first page.
+        let mut rel = (self.iova & mask)
+            .checked_add(off)
+            .ok_or(MemError::OutOfRange)?;
+        let mut done = 0usize;
+        while done < len {
+            let index = rel
+                .checked_shr(self.shift)
+                .and_then(|i| usize::try_from(i).ok())
+                .ok_or(MemError::OutOfRange)?;
+            let page = *self.addrs.get(index).ok_or(MemError::OutOfRange)?;
+            let in_page = rel & mask;
+            let room = usize::try_from(size.wrapping_sub(in_page)).unwrap_or(usize::MAX);
+            let n = room.min(len.wrapping_sub(done));
+            let at = page.checked_add(in_page).ok_or(MemError::OutOfRange)?;
+            f(
+                usize::try_from(at).map_err(|_| MemError::OutOfRange)?,
+                done,
+                n,
+            )?;
+            done = done.checked_add(n).ok_or(MemError::OutOfRange)?;
+            rel = rel.checked_add(n as u64).ok_or(MemError::OutOfRange)?;
+        }
+        Ok(())
+    }
+}
+
+impl FastMap {
+    /// An invalid region of up to `max_pages` pages, with key `key`.
+    pub(crate) fn new(key: u32, max_pages: usize) -> Result<Arc<SpinLockIrq<Self>>> {
+        let map = Self {
+            valid: false,
+            key,
+            access: 0,
+            live: Pages::new(max_pages)?,
+            staged: Pages::new(max_pages)?,
+        };
+        Arc::pin_init(new_spinlock_irq!(map), GFP_KERNEL)
+    }
+
+    /// Forgets the staged pages (`map_mr_sg` starts).
+    pub(crate) fn stage_begin(&mut self) {
+        self.staged.addrs.clear();
+    }
+
+    /// Stages one more page; `ENOMEM` when the region holds no more.
+    pub(crate) fn stage_page(&mut self, addr: u64) -> Result {
+        self.staged
+            .addrs
+            .push_within_capacity(addr)
+            .map_err(|_| ENOMEM)
+    }
+
+    /// Records the range the staged pages hold (`map_mr_sg` ends).
+    pub(crate) fn stage_end(&mut self, iova: u64, len: u64, page_size: u32) -> Result {
+        if !page_size.is_power_of_two() || iova.checked_add(len).is_none() {
+            return Err(EINVAL);
+        }
+        self.staged.iova = iova;
+        self.staged.len = len;
+        self.staged.shift = page_size.trailing_zeros();
+        Ok(())
+    }
+
+    /// REG_MR: the staged pages become the live mapping under `key`, if the
+    /// region is invalid and `key` has the region's index.
+    fn register(&mut self, key: u32, access: u32) -> Result<(), MemError> {
+        if self.valid || index(key) != index(self.key) {
+            return Err(MemError::BadKey);
+        }
+        core::mem::swap(&mut self.live, &mut self.staged);
+        self.key = key;
+        self.access = access;
+        self.valid = true;
+        Ok(())
+    }
+
+    /// LOCAL_INV or SEND with invalidate of `key`.
+    fn invalidate(&mut self, key: u32) -> Result<(), MemError> {
+        if key != self.key {
+            return Err(MemError::BadKey);
+        }
+        self.valid = false;
+        Ok(())
+    }
+
+    /// The offset of `[va, va + len)` in the live mapping, after every check.
+    fn offset(&self, key: u32, va: u64, len: u64, access: Access) -> Result<u64, MemError> {
+        if !self.valid || key != self.key {
+            return Err(MemError::BadKey);
+        }
+        if !flags_allow(self.access, access) {
+            return Err(MemError::AccessDenied);
+        }
+        let off = va.checked_sub(self.live.iova).ok_or(MemError::OutOfRange)?;
+        if off.checked_add(len).is_none_or(|end| end > self.live.len) {
+            return Err(MemError::OutOfRange);
+        }
+        Ok(off)
+    }
 }
 
 /// A registered region as the datapath sees it.
@@ -108,10 +266,8 @@ pub(crate) struct PdMemory<'a> {
     pd: usize,
 }
 
-fn allowed(r: &Region, access: Access) -> bool {
-    if matches!(r.mem, Memory::KernelDma) {
-        return matches!(access, Access::LocalRead | Access::LocalWrite);
-    }
+/// Do `IB_ACCESS_*` flags grant `access`?
+fn flags_allow(flags: u32, access: Access) -> bool {
     let need = match access {
         Access::LocalRead => return true,
         Access::LocalWrite => b::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
@@ -119,41 +275,83 @@ fn allowed(r: &Region, access: Access) -> bool {
         Access::RemoteWrite => b::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
         Access::RemoteAtomic => b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
     };
-    r.access & need != 0
+    flags & need != 0
+}
+
+/// Where checked bytes of a region lie.
+enum Target<'a> {
+    /// Pinned user pages, at an offset into the region.
+    User(&'a Umem, usize),
+    /// A kernel virtual address.
+    Kernel(usize),
+    /// A fast-registration mapping, at an offset into it.
+    Fast(&'a Pages, u64),
 }
 
 impl PdMemory<'_> {
-    /// Runs `f` on the region named by `key` and the offset of `[va, va + len)`
-    /// in it, after every check.
+    /// The region with `key`'s index, if it belongs to this PD.
+    fn lookup(&self, key: u32) -> Result<Arc<Region>, MemError> {
+        // Marked under the table's lock: `Regions::remove` either sees the
+        // mark, or the region was gone before this lookup.
+        self.regions
+            .table
+            .get_and(index(key), |r| r.used.store(true, Ordering::Relaxed))
+            .filter(|r| r.pd == self.pd)
+            .ok_or(MemError::BadKey)
+    }
+
+    /// Runs `f` on where `[va, va + len)` of the region named by `key`
+    /// lies, after every check.
     fn with<R>(
         &self,
         key: u32,
         va: u64,
         len: u64,
         access: Access,
-        f: impl FnOnce(&Region, usize) -> Result<R, MemError>,
+        f: impl FnOnce(Target<'_>) -> Result<R, MemError>,
     ) -> Result<R, MemError> {
-        // Marked under the table's lock: `Regions::remove` either sees the
-        // mark, or the region was gone before this lookup.
-        let r = self
-            .regions
-            .table
-            .get_and(index(key), |r| r.used.store(true, Ordering::Relaxed))
-            .filter(|r| r.key == key && r.pd == self.pd)
-            .ok_or(MemError::BadKey)?;
-        if !allowed(&r, access) {
+        let r = self.lookup(key)?;
+        if let Memory::Fast(map) = &r.mem {
+            // The datapath's copy runs under the lock, so a registration
+            // or invalidation happens before or after it, not during.
+            let map = map.lock();
+            let off = map.offset(key, va, len, access)?;
+            return f(Target::Fast(&map.live, off));
+        }
+        if r.key != key {
+            return Err(MemError::BadKey);
+        }
+        let allowed = match r.mem {
+            Memory::KernelDma => matches!(access, Access::LocalRead | Access::LocalWrite),
+            _ => flags_allow(r.access, access),
+        };
+        if !allowed {
             return Err(MemError::AccessDenied);
         }
         let off = va.checked_sub(r.iova).ok_or(MemError::OutOfRange)?;
         let end = off.checked_add(len).ok_or(MemError::OutOfRange)?;
-        let size = match &r.mem {
-            Memory::User(umem) => umem.len() as u64,
-            Memory::KernelDma => u64::MAX,
-        };
-        if end > size {
-            return Err(MemError::OutOfRange);
+        match &r.mem {
+            Memory::User(umem) => {
+                if end > umem.len() as u64 {
+                    return Err(MemError::OutOfRange);
+                }
+                let off = usize::try_from(off).map_err(|_| MemError::OutOfRange)?;
+                f(Target::User(umem, off))
+            }
+            Memory::KernelDma => f(Target::Kernel(
+                usize::try_from(off).map_err(|_| MemError::OutOfRange)?,
+            )),
+            // Served above, under its lock.
+            Memory::Fast(_) => Err(MemError::BadKey),
         }
-        f(&r, usize::try_from(off).map_err(|_| MemError::OutOfRange)?)
+    }
+
+    /// Invalidates the fast-registration region named by `key`.
+    fn invalidate_key(&self, key: u32) -> Result<(), MemError> {
+        match &self.lookup(key)?.mem {
+            Memory::Fast(map) => map.lock().invalidate(key),
+            _ => Err(MemError::BadKey),
+        }
     }
 }
 
@@ -162,24 +360,34 @@ impl MemoryAccess for PdMemory<'_> {
         if len == 0 {
             return Ok(());
         }
-        self.with(key, va, len.into(), access, |_, _| Ok(()))
+        self.with(key, va, len.into(), access, |_| Ok(()))
     }
 
     fn read(&mut self, key: u32, va: u64, buf: &mut [u8], access: Access) -> Result<(), MemError> {
         if buf.is_empty() {
             return Ok(());
         }
-        self.with(key, va, buf.len() as u64, access, |r, off| match &r.mem {
-            Memory::User(umem) => umem.read(off, buf).map_err(|_| MemError::OutOfRange),
-            Memory::KernelDma => {
-                // SAFETY: A DMA key is only usable by in-kernel callers of
-                // this PD (user space cannot get one), and the verbs contract
-                // makes them name memory they own and keep until completion.
+        self.with(key, va, buf.len() as u64, access, |at| match at {
+            Target::User(umem, off) => umem.read(off, buf).map_err(|_| MemError::OutOfRange),
+            Target::Kernel(addr) => {
+                // SAFETY: Kernel addresses are only reachable through keys
+                // of in-kernel callers' PDs (user space cannot get one: see
+                // `Memory`), and the verbs contract makes those callers name
+                // memory they own and keep until the request completes.
                 unsafe {
-                    core::ptr::copy_nonoverlapping(off as *const u8, buf.as_mut_ptr(), buf.len())
+                    core::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), buf.len())
                 };
                 Ok(())
             }
+            Target::Fast(pages, off) => pages.for_each(off, buf.len(), |addr, at, n| {
+                let dst = buf
+                    .get_mut(at..at.saturating_add(n))
+                    .ok_or(MemError::OutOfRange)?;
+                // SAFETY: As for `Target::Kernel`: the pages are the ones
+                // the region's in-kernel owner mapped for this registration.
+                unsafe { core::ptr::copy_nonoverlapping(addr as *const u8, dst.as_mut_ptr(), n) };
+                Ok(())
+            }),
         })
     }
 
@@ -187,15 +395,23 @@ impl MemoryAccess for PdMemory<'_> {
         if data.is_empty() {
             return Ok(());
         }
-        self.with(key, va, data.len() as u64, access, |r, off| match &r.mem {
-            Memory::User(umem) => umem.write(off, data).map_err(|_| MemError::OutOfRange),
-            Memory::KernelDma => {
+        self.with(key, va, data.len() as u64, access, |at| match at {
+            Target::User(umem, off) => umem.write(off, data).map_err(|_| MemError::OutOfRange),
+            Target::Kernel(addr) => {
                 // SAFETY: As in `read`.
                 unsafe {
-                    core::ptr::copy_nonoverlapping(data.as_ptr(), off as *mut u8, data.len())
+                    core::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len())
                 };
                 Ok(())
             }
+            Target::Fast(pages, off) => pages.for_each(off, data.len(), |addr, at, n| {
+                let src = data
+                    .get(at..at.saturating_add(n))
+                    .ok_or(MemError::OutOfRange)?;
+                // SAFETY: As in `read`.
+                unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), addr as *mut u8, n) };
+                Ok(())
+            }),
         })
     }
 
@@ -203,11 +419,27 @@ impl MemoryAccess for PdMemory<'_> {
         if va % 8 != 0 {
             return Err(MemError::Misaligned);
         }
-        self.with(rkey, va, 8, op.access(), |r, off| match &r.mem {
-            Memory::User(umem) => umem
+        self.with(rkey, va, 8, op.access(), |at| match at {
+            Target::User(umem, off) => umem
                 .atomic_u64(off, |old| op.apply(old))
                 .map_err(|_| MemError::Misaligned),
-            Memory::KernelDma => Err(MemError::AccessDenied),
+            // No remote key reaches kernel memory but a fast registration's,
+            // and rrxe offers atomics on user memory only.
+            Target::Kernel(_) | Target::Fast(..) => Err(MemError::AccessDenied),
         })
+    }
+
+    fn invalidate(&mut self, rkey: u32) -> Result<(), MemError> {
+        self.invalidate_key(rkey)
+    }
+
+    fn local(&mut self, op: LocalOp) -> Result<(), MemError> {
+        match op {
+            LocalOp::RegMr { key, access } => match &self.lookup(key)?.mem {
+                Memory::Fast(map) => map.lock().register(key, access),
+                _ => Err(MemError::BadKey),
+            },
+            LocalOp::Invalidate { key } => self.invalidate_key(key),
+        }
     }
 }

@@ -9,9 +9,12 @@
 use crate::{
     datapath::Datapath,
     index::Index,
-    mem::{Memory, Region},
+    mem::{FastMap, Memory, Region},
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{Arc, SpinLockIrq},
+};
 
 /// Driver data of a memory region.
 /// (ib_core keeps the IOVA, length and access flags in `struct ib_mr`.)
@@ -19,6 +22,8 @@ pub(crate) struct Mr {
     _index: Index,
     key: u32,
     dp: Arc<Datapath>,
+    /// The mapping of a fast-registration region (`alloc_mr`).
+    fast: Option<Arc<SpinLockIrq<FastMap>>>,
 }
 
 impl Mr {
@@ -35,12 +40,36 @@ impl Mr {
         dp: &Arc<Datapath>,
     ) -> Result<Self> {
         let key = (index.get() << 8) | u32::from(variant);
+        let fast = match &mem {
+            Memory::Fast(map) => Some(map.clone()),
+            _ => None,
+        };
         dp.regions.insert(Region::new(key, pd, iova, access, mem))?;
         Ok(Self {
             _index: index,
             key,
             dp: dp.clone(),
+            fast,
         })
+    }
+
+    /// Allocates a fast-registration region of PD `pd` that maps up to
+    /// `max_pages` pages; it is invalid until a REG_MR work request.
+    pub(crate) fn new_fast(
+        index: Index,
+        variant: u8,
+        pd: usize,
+        max_pages: usize,
+        dp: &Arc<Datapath>,
+    ) -> Result<Self> {
+        let key = (index.get() << 8) | u32::from(variant);
+        let map = FastMap::new(key, max_pages)?;
+        Self::new(index, variant, pd, 0, 0, Memory::Fast(map), dp)
+    }
+
+    /// The mapping of a fast-registration region.
+    pub(crate) fn fast(&self) -> Result<&SpinLockIrq<FastMap>> {
+        self.fast.as_deref().ok_or(EINVAL)
     }
 
     /// The local and remote key.

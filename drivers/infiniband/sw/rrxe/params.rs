@@ -65,6 +65,8 @@ pub(crate) const UVERBS_ABI_VERSION: u32 = 2;
 pub(crate) const PORT_CAP_CM_SUP: u32 = 1 << 16;
 /// Maximum inline data per send work request (32 SGEs' worth).
 pub(crate) const MAX_INLINE_DATA: u32 = MAX_SGE * 16;
+/// Most pages a fast-registration region maps (as rxe).
+pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;
 /// First QP number handed out (0 and 1 are the special QPs, the rest is
 /// reserved as in rxe).
 pub(crate) const MIN_QPN: u32 = 16;

@@ -583,6 +583,8 @@ impl Qp {
                     | b::ib_wr_opcode_IB_WR_SEND_WITH_INV
                     | b::ib_wr_opcode_IB_WR_RDMA_WRITE
                     | b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
+                    | b::ib_wr_opcode_IB_WR_REG_MR
+                    | b::ib_wr_opcode_IB_WR_LOCAL_INV
             )
         {
             return Err(EINVAL);

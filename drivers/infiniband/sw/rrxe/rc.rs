@@ -253,6 +253,10 @@ fn validate_send(
     if wr.sge.length > p::MAX_MSG_SIZE {
         return Err(WcStatus::LocLenErr);
     }
+    // A local operation has no buffer; its key is checked when it runs.
+    if wr.op.is_local() {
+        return Ok(());
+    }
     // ATOMIC WRITE carries its 8 bytes in the request: no local buffer.
     if matches!(wr.op, WrOp::AtomicWrite { .. }) {
         return Ok(());
@@ -410,7 +414,12 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
             // Every request is checked before it enters the engine: a bad
             // one completes at once with its error (after those before
             // it) instead of failing half way through its packets.
-            let checked = match wqe::send_wr(&buf, core.info.sq_sig_all, core.info.max_sge.0) {
+            let checked = match wqe::send_wr(
+                &buf,
+                core.info.sq_sig_all,
+                core.info.max_sge.0,
+                core.info.kernel,
+            ) {
                 Ok((mut wr, extra)) => match staging.stage_send(wr.sge, extra) {
                     Some(sge) => {
                         wr.sge = sge;

@@ -16,7 +16,7 @@
 
 use crate::{
     mem::PdMemory,
-    proto::{Access, AtomicOp, MemError, MemoryAccess, Sge},
+    proto::{Access, AtomicOp, LocalOp, MemError, MemoryAccess, Sge},
     wqe::SgeList,
 };
 use kernel::prelude::*;
@@ -320,6 +320,14 @@ impl MemoryAccess for StagedMemory<'_> {
 
     fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError> {
         self.pd.atomic(rkey, va, op)
+    }
+
+    fn invalidate(&mut self, rkey: u32) -> Result<(), MemError> {
+        self.pd.invalidate(rkey)
+    }
+
+    fn local(&mut self, op: LocalOp) -> Result<(), MemError> {
+        self.pd.local(op)
     }
 }
 

@@ -77,7 +77,9 @@ impl Driver for RrxeDev {
             | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
             | b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
             | b::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE
+            | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
             | b::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE) as u64;
+        attr.max_fast_reg_page_list_len = p::MAX_FAST_REG_PAGES;
         attr.kernel_cap_flags = u64::from(b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
         attr.max_send_sge = p::MAX_SGE;
         attr.max_recv_sge = p::MAX_SGE;
@@ -272,6 +274,44 @@ impl Driver for RrxeDev {
             lkey: key,
             rkey: key,
         })
+    }
+
+    fn alloc_mr(pd: &driver::Pd<Self>, mr_type: u32, max_num_sg: u32) -> Result<NewMr<Mr>> {
+        if mr_type != b::ib_mr_type_IB_MR_TYPE_MEM_REG {
+            return Err(EOPNOTSUPP);
+        }
+        if max_num_sg == 0 || max_num_sg > p::MAX_FAST_REG_PAGES {
+            return Err(EINVAL);
+        }
+        let dev = pd.device::<Self>();
+        let index = Index::new(&dev.data().mrns)?;
+        let variant = dev.data().key_variant.fetch_add(1, Ordering::Relaxed);
+        let mr = Mr::new_fast(
+            index,
+            variant,
+            pd.as_raw() as usize,
+            max_num_sg as usize,
+            &dev.data().dp,
+        )?;
+        let key = mr.key();
+        Ok(NewMr {
+            data: mr,
+            lkey: key,
+            rkey: key,
+        })
+    }
+
+    fn map_mr_begin(mr: &driver::Mr<Self>) -> Result {
+        mr.data().fast()?.lock().stage_begin();
+        Ok(())
+    }
+
+    fn map_mr_page(mr: &driver::Mr<Self>, addr: u64) -> Result {
+        mr.data().fast()?.lock().stage_page(addr)
+    }
+
+    fn map_mr_end(mr: &driver::Mr<Self>, iova: u64, len: u64, page_size: u32) -> Result {
+        mr.data().fast()?.lock().stage_end(iova, len, page_size)
     }
 
     fn create_srq(

@@ -7,7 +7,7 @@
 use crate::{
     ah::AhInfo,
     device::RrxeDev,
-    proto::{RecvWr, SendWr, Sge, WorkCompletion, WrOp},
+    proto::{LocalOp, RecvWr, SendWr, Sge, WorkCompletion, WrOp},
     rdma::{
         bindings as b,
         wr::{RecvWr as KRecvWr, SendWr as KSendWr, Sge as KSge},
@@ -42,6 +42,9 @@ const ATOMIC_ARG: usize =
     UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, compare_add);
 const ATOMIC_SWAP: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, swap);
 const ATOMIC_RKEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, rkey);
+/// The kernel-only `reg` member: a fast registration's key and access.
+const REG_KEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_6, key);
+const REG_ACCESS: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_6, access);
 const SEND_DMA: usize = offset_of!(b::rxe_send_wqe, dma);
 const RECV_DMA: usize = offset_of!(b::rxe_recv_wqe, dma);
 const DMA_LEN: usize = offset_of!(b::rxe_dma_info, length);
@@ -148,18 +151,51 @@ impl Unsupported {
     }
 }
 
-/// Parses a send WQE of an RC QP (`sig_all`: every WR is signaled). Inline
-/// data and lists of several SGEs come back to be staged.
+/// The local operation a send WQE asks for, if it is one. Fast
+/// registration comes only from in-kernel callers (`kernel`): its region is
+/// an `alloc_mr` one, which user space cannot have.
+fn local_op(buf: &[u8], opcode: u32, kernel: bool) -> Option<LocalOp> {
+    match opcode {
+        b::ib_wr_opcode_IB_WR_LOCAL_INV => Some(LocalOp::Invalidate {
+            key: u32_at(buf, EX),
+        }),
+        b::ib_wr_opcode_IB_WR_REG_MR if kernel => Some(LocalOp::RegMr {
+            key: u32_at(buf, REG_KEY),
+            access: u32_at(buf, REG_ACCESS),
+        }),
+        _ => None,
+    }
+}
+
+/// Parses a send WQE of an RC or UC QP (`sig_all`: every WR is signaled;
+/// `kernel`: an in-kernel caller's). Inline data and lists of several SGEs
+/// come back to be staged.
 pub(crate) fn send_wr(
     buf: &[u8],
     sig_all: bool,
     max_sge: u32,
+    kernel: bool,
 ) -> Result<(SendWr, Extra<'_>), Unsupported> {
     let wr_id = u64_at(buf, WR_ID);
     let flags = u32_at(buf, FLAGS);
     let bad = Unsupported { wr_id };
     let len = u32_at(buf, SEND_DMA + DMA_LEN);
     let opcode = u32_at(buf, OPCODE);
+    let signaled = sig_all || flags & b::ib_send_flags_IB_SEND_SIGNALED as u32 != 0;
+    let fence = flags & b::ib_send_flags_IB_SEND_FENCE as u32 != 0;
+    if let Some(op) = local_op(buf, opcode, kernel) {
+        let wr = SendWr {
+            wr_id,
+            op: WrOp::Local(op),
+            sge: Sge::default(),
+            remote_addr: 0,
+            rkey: 0,
+            signaled,
+            fence,
+            solicited: false,
+        };
+        return Ok((wr, Extra::None));
+    }
     let (sge, extra) = if opcode == b::ib_wr_opcode_IB_WR_ATOMIC_WRITE {
         // No gather list: librxe puts the 8 bytes where the SGEs would be
         // (`dma.atomic_wr`), with `dma.length` 8.
@@ -237,8 +273,8 @@ pub(crate) fn send_wr(
         sge,
         remote_addr,
         rkey,
-        signaled: sig_all || flags & b::ib_send_flags_IB_SEND_SIGNALED as u32 != 0,
-        fence: flags & b::ib_send_flags_IB_SEND_FENCE as u32 != 0,
+        signaled,
+        fence,
         solicited: flags & b::ib_send_flags_IB_SEND_SOLICITED as u32 != 0,
     };
     Ok((wr, extra))
@@ -461,6 +497,14 @@ pub(crate) fn kernel_send(out: &mut [u8], wr: &KSendWr<'_, RrxeDev>, max_sge: us
         put_u64(out, ATOMIC_ARG, arg);
         put_u64(out, ATOMIC_SWAP, swap);
         put_u32(out, ATOMIC_RKEY, rkey);
+    } else if wr.opcode() == b::ib_wr_opcode_IB_WR_REG_MR {
+        let reg = wr.reg().ok_or(EINVAL)?;
+        // The key must name the region posted (same index, new variant).
+        if reg.key >> 8 != reg.mr_lkey >> 8 {
+            return Err(EINVAL);
+        }
+        put_u32(out, REG_KEY, reg.key);
+        put_u32(out, REG_ACCESS, reg.access);
     }
     put_sges(out, SEND_DMA, sges)?;
     Ok(())
