@@ -5,6 +5,7 @@
 use crate::{
     ah::Ah,
     cq::Cq,
+    datapath::Datapath,
     device::RrxeDev,
     index::Index,
     mem::Memory,
@@ -25,7 +26,7 @@ use crate::{
     srq::Srq,
 };
 use core::sync::atomic::Ordering;
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
 /// Driver data of a user context.
 pub(crate) struct Ucontext;
@@ -253,26 +254,19 @@ impl Driver for RrxeDev {
     }
 
     fn get_dma_mr(pd: &driver::Pd<Self>, access: u32) -> Result<NewMr<Mr>> {
-        let dev = pd.device::<Self>();
-        let index = Index::new(&dev.data().mrns)?;
-        let variant = dev.data().key_variant.fetch_add(1, Ordering::Relaxed);
         // Local access only, whatever was asked: remote peers never reach
         // kernel memory through rrxe.
         let access = access & b::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-        let mr = Mr::new(
-            index,
-            variant,
-            pd.as_raw() as usize,
-            0,
-            access,
-            Memory::KernelDma,
-            &dev.data().dp,
-        )?;
-        let key = mr.key();
-        Ok(NewMr {
-            data: mr,
-            lkey: key,
-            rkey: key,
+        keyed_mr(pd, |index, variant, dp| {
+            Mr::new(
+                index,
+                variant,
+                pd.as_raw() as usize,
+                0,
+                access,
+                Memory::KernelDma,
+                dp,
+            )
         })
     }
 
@@ -283,21 +277,14 @@ impl Driver for RrxeDev {
         if max_num_sg == 0 || max_num_sg > p::MAX_FAST_REG_PAGES {
             return Err(EINVAL);
         }
-        let dev = pd.device::<Self>();
-        let index = Index::new(&dev.data().mrns)?;
-        let variant = dev.data().key_variant.fetch_add(1, Ordering::Relaxed);
-        let mr = Mr::new_fast(
-            index,
-            variant,
-            pd.as_raw() as usize,
-            max_num_sg as usize,
-            &dev.data().dp,
-        )?;
-        let key = mr.key();
-        Ok(NewMr {
-            data: mr,
-            lkey: key,
-            rkey: key,
+        keyed_mr(pd, |index, variant, dp| {
+            Mr::new_fast(
+                index,
+                variant,
+                pd.as_raw() as usize,
+                max_num_sg as usize,
+                dp,
+            )
         })
     }
 
@@ -370,22 +357,16 @@ impl Driver for RrxeDev {
         }
         let dev = pd.device::<Self>();
         let umem = Umem::get(dev, start, length, access)?;
-        let index = Index::new(&dev.data().mrns)?;
-        let variant = dev.data().key_variant.fetch_add(1, Ordering::Relaxed);
-        let mr = Mr::new(
-            index,
-            variant,
-            pd.as_raw() as usize,
-            iova,
-            access,
-            Memory::User(umem),
-            &dev.data().dp,
-        )?;
-        let key = mr.key();
-        Ok(NewMr {
-            data: mr,
-            lkey: key,
-            rkey: key,
+        keyed_mr(pd, |index, variant, dp| {
+            Mr::new(
+                index,
+                variant,
+                pd.as_raw() as usize,
+                iova,
+                access,
+                Memory::User(umem),
+                dp,
+            )
         })
     }
 
@@ -404,4 +385,23 @@ impl Driver for RrxeDev {
     fn release(dev: &Device<Self>) {
         crate::device::untrack(dev);
     }
+}
+
+/// A new memory region of `pd`'s device under a fresh key, which `make`
+/// builds from the key's index and 8-bit variant; its local and remote
+/// keys are the same.
+fn keyed_mr(
+    pd: &driver::Pd<RrxeDev>,
+    make: impl FnOnce(Index, u8, &Arc<Datapath>) -> Result<Mr>,
+) -> Result<NewMr<Mr>> {
+    let dev = pd.device::<RrxeDev>();
+    let index = Index::new(&dev.data().mrns)?;
+    let variant = dev.data().key_variant.fetch_add(1, Ordering::Relaxed);
+    let mr = make(index, variant, &dev.data().dp)?;
+    let key = mr.key();
+    Ok(NewMr {
+        data: mr,
+        lkey: key,
+        rkey: key,
+    })
 }
