@@ -39,6 +39,8 @@ pub type Srq<T> = Object<b::ib_srq, <T as Driver>::Srq>;
 pub type Ah<T> = Object<b::ib_ah, <T as Driver>::Ah>;
 /// A memory region (`struct ib_mr`) with driver data `T::Mr`.
 pub type Mr<T> = Object<b::ib_mr, <T as Driver>::Mr>;
+/// A memory window (`struct ib_mw`) with driver data `T::Mw`.
+pub type Mw<T> = Object<b::ib_mw, <T as Driver>::Mw>;
 
 impl<D> Object<b::ib_pd, D> {
     /// The device the protection domain belongs to.
@@ -241,6 +243,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type Ah: Send + Sync;
     /// Driver data of a memory region.
     type Mr: Send + Sync;
+    /// Driver data of a memory window.
+    type Mw: Send + Sync;
 
     /// Driver id user space matches providers by (`enum rdma_driver_id`).
     const DRIVER_ID: u32;
@@ -348,6 +352,13 @@ pub trait Driver: Sized + Send + Sync + 'static {
         Err(EOPNOTSUPP)
     }
 
+    /// Allocates a memory window of type `mw_type` (`IB_MW_TYPE_1`/`_2`)
+    /// in `pd`; returns its data and its first remote key. It grants
+    /// nothing until bound.
+    fn alloc_mw(_pd: &Pd<Self>, _mw_type: u32, _udata: &mut Udata) -> Result<(Self::Mw, u32)> {
+        Err(EOPNOTSUPP)
+    }
+
     /// Creates a shared receive queue (updates the capacities in `init`).
     fn create_srq(
         pd: &Pd<Self>,
@@ -449,6 +460,8 @@ impl<T: Driver> OpsTable<T> {
             destroy_ah: op!(T::HAS_CREATE_AH, Self::destroy_ah),
             reg_user_mr: op!(T::HAS_REG_USER_MR, Self::reg_user_mr),
             alloc_mr: op!(T::HAS_ALLOC_MR, Self::alloc_mr),
+            alloc_mw: op!(T::HAS_ALLOC_MW, Self::alloc_mw),
+            dealloc_mw: op!(T::HAS_ALLOC_MW, Self::dealloc_mw),
             map_mr_sg: op!(T::HAS_ALLOC_MR, Self::map_mr_sg),
             dereg_mr: op!(T::HAS_REG_USER_MR, Self::dereg_mr),
             alloc_hw_port_stats: op!(T::HAS_GET_HW_STATS, Self::alloc_hw_port_stats),
@@ -461,6 +474,7 @@ impl<T: Driver> OpsTable<T> {
             size_ib_qp: Qp::<T>::SIZE,
             size_ib_srq: Srq::<T>::SIZE,
             size_ib_ah: Ah::<T>::SIZE,
+            size_ib_mw: Mw::<T>::SIZE,
             ..Default::default()
         };
         // SAFETY: `dev` is a valid device; `ib_set_device_ops` copies the
@@ -1039,6 +1053,40 @@ impl<T: Driver> OpsTable<T> {
         // SAFETY: `create_srq` succeeded; ib_core refuses while QPs use the
         // SRQ and frees it after this returns.
         unsafe { Srq::<T>::drop_data(srq) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `alloc_mw` callback of a device of driver `T`.
+    unsafe extern "C" fn alloc_mw(mw: *mut b::ib_mw, udata: *mut b::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a freshly allocated window whose `pd`
+            // and `type` are set, and a NULL or valid udata.
+            let (pd, mw_type, mut udata) = unsafe {
+                (
+                    Pd::<T>::from_raw((*mw).pd),
+                    (*mw).type_,
+                    Udata::from_raw(udata),
+                )
+            };
+            let (data, rkey) = T::alloc_mw(pd, mw_type, &mut udata)?;
+            // SAFETY: `mw` was allocated with `Mw::<T>::SIZE` bytes; ib_core
+            // reads the key after the callback.
+            unsafe {
+                Mw::<T>::init_value(mw, data);
+                (*mw).rkey = rkey;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `dealloc_mw` callback of a device of driver `T`.
+    unsafe extern "C" fn dealloc_mw(mw: *mut b::ib_mw) -> c_int {
+        // SAFETY: `alloc_mw` succeeded; ib_core frees `mw` after this returns.
+        unsafe { Mw::<T>::drop_data(mw) };
         0
     }
 

@@ -1158,3 +1158,30 @@ fn local_op_on_uc() {
         [(0, WcOpcode::LocalInv, WcStatus::Success)]
     );
 }
+
+/// A bind that fails completes with MW_BIND_ERR (as rxe), one that works
+/// with the BIND_MW opcode.
+#[test]
+fn bind_mw_status() {
+    let bind = |mr_key| {
+        LocalOp::BindMw(MwBind {
+            mw_key: 0x500,
+            new_key: 0x501,
+            mr_key,
+            addr: A_SRC.1,
+            len: 64,
+            access: 0,
+        })
+    };
+    let mut sim = pair(0, Faults::default(), |_| {});
+    post(&mut sim, 0, local(0, bind(A_SRC.0)));
+    post(&mut sim, 0, local(1, bind(0x999)));
+    run_until_quiet(&mut sim);
+    assert_eq!(
+        opcodes(&sim, 0),
+        [
+            (0, WcOpcode::BindMw, WcStatus::Success),
+            (1, WcOpcode::BindMw, WcStatus::MwBindErr)
+        ]
+    );
+}

@@ -11,7 +11,7 @@
 //! process context.
 
 use crate::{
-    proto::{Access, AtomicOp, LocalOp, MemError, MemoryAccess},
+    proto::{Access, AtomicOp, LocalOp, MemError, MemoryAccess, MwBind},
     rdma::{bindings as b, umem::Umem},
     sync::table::Table,
 };
@@ -36,6 +36,104 @@ pub(crate) enum Memory {
     /// request, under a key and access flags of that request, until a
     /// LOCAL_INV or a SEND with invalidate.
     Fast(Arc<SpinLockIrq<FastMap>>),
+    /// A memory window: remote access to part of a user region of the same
+    /// PD, as a bind work request opened it, under the window's own key.
+    Window(Arc<SpinLockIrq<Window>>),
+}
+
+/// The state of a memory window.
+pub(crate) struct Window {
+    /// Type 2 (bound by a QP's work request, for that QP only, and
+    /// invalidated by key) rather than type 1.
+    type2: bool,
+    /// The window's current key (index and variant).
+    key: u32,
+    /// What it opens, while bound.
+    bound: Option<Binding>,
+}
+
+/// A bound window: bytes `[addr, addr + len)` of the region `mr_key` names.
+#[derive(Clone, Copy)]
+struct Binding {
+    mr_key: u32,
+    addr: u64,
+    len: u64,
+    /// `IB_ACCESS_REMOTE_*` flags granted.
+    access: u32,
+    /// The QP a type 2 window is bound to.
+    qpn: Option<u32>,
+}
+
+impl Window {
+    /// An unbound window with key `key`.
+    pub(crate) fn new(key: u32, type2: bool) -> Result<Arc<SpinLockIrq<Self>>> {
+        let w = Self {
+            type2,
+            key,
+            bound: None,
+        };
+        Arc::pin_init(new_spinlock_irq!(w), GFP_KERNEL)
+    }
+
+    /// The binding that grants a peer `access` to `[va, va + len)` through
+    /// `key`, on QP `qpn`.
+    fn grant(
+        &self,
+        key: u32,
+        va: u64,
+        len: u64,
+        access: Access,
+        qpn: u32,
+    ) -> Result<Binding, MemError> {
+        let b = self
+            .bound
+            .filter(|_| key == self.key)
+            .ok_or(MemError::BadKey)?;
+        let remote = matches!(
+            access,
+            Access::RemoteRead | Access::RemoteWrite | Access::RemoteAtomic
+        );
+        if !remote || !flags_allow(b.access, access) || b.qpn.is_some_and(|q| q != qpn) {
+            return Err(MemError::AccessDenied);
+        }
+        let off = va.checked_sub(b.addr).ok_or(MemError::OutOfRange)?;
+        if off.checked_add(len).is_none_or(|end| end > b.len) {
+            return Err(MemError::OutOfRange);
+        }
+        Ok(b)
+    }
+
+    /// A bind work request of QP `qpn`, with the binding it asks for (`None`
+    /// to unbind a type 1 window) already checked against its region.
+    fn bind(&mut self, req: &MwBind, binding: Option<Binding>, qpn: u32) -> Result<(), MemError> {
+        if req.mw_key != self.key || index(req.new_key) != index(self.key) {
+            return Err(MemError::BadKey);
+        }
+        let binding = if self.type2 {
+            // A type 2 window is bound once, until invalidated, to the QP
+            // that bound it.
+            if self.bound.is_some() {
+                return Err(MemError::AccessDenied);
+            }
+            let mut b = binding.ok_or(MemError::OutOfRange)?;
+            b.qpn = Some(qpn);
+            Some(b)
+        } else {
+            binding
+        };
+        self.bound = binding;
+        self.key = req.new_key;
+        Ok(())
+    }
+
+    /// LOCAL_INV or SEND with invalidate of `key`: type 2 windows only.
+    fn invalidate(&mut self, key: u32) -> Result<(), MemError> {
+        if !self.type2 || key != self.key || self.bound.is_none() {
+            return Err(MemError::BadKey);
+        }
+        self.bound = None;
+        Ok(())
+    }
 }
 
 /// The mapping of a fast-registration region: the live one the datapath
@@ -254,16 +352,22 @@ impl Regions {
         drop(r);
     }
 
-    /// Memory as one QP (of protection domain `pd`) may use it.
-    pub(crate) fn for_pd(&self, pd: usize) -> PdMemory<'_> {
-        PdMemory { regions: self, pd }
+    /// Memory as QP `qpn` of protection domain `pd` may use it.
+    pub(crate) fn for_qp(&self, pd: usize, qpn: u32) -> PdMemory<'_> {
+        PdMemory {
+            regions: self,
+            pd,
+            qpn,
+        }
     }
 }
 
-/// The view of one protection domain: keys of other PDs do not resolve.
+/// The view of one QP: keys of other PDs do not resolve, and type 2
+/// windows bound to other QPs grant nothing.
 pub(crate) struct PdMemory<'a> {
     regions: &'a Regions,
     pd: usize,
+    qpn: u32,
 }
 
 /// Do `IB_ACCESS_*` flags grant `access`?
@@ -318,6 +422,16 @@ impl PdMemory<'_> {
             let off = map.offset(key, va, len, access)?;
             return f(Target::Fast(&map.live, off));
         }
+        if let Memory::Window(w) = &r.mem {
+            // The window's rights and range, then its region's memory (whose
+            // own remote rights do not matter: the bind checked them).
+            let grant = w.lock().grant(key, va, len, access, self.qpn)?;
+            let mr = self.lookup(grant.mr_key)?;
+            if mr.key != grant.mr_key {
+                return Err(MemError::BadKey);
+            }
+            return Self::within(&mr, va, len, f);
+        }
         if r.key != key {
             return Err(MemError::BadKey);
         }
@@ -328,6 +442,17 @@ impl PdMemory<'_> {
         if !allowed {
             return Err(MemError::AccessDenied);
         }
+        Self::within(&r, va, len, f)
+    }
+
+    /// Runs `f` on where `[va, va + len)` of region `r` (user or kernel
+    /// DMA memory) lies, if it lies in the region.
+    fn within<R>(
+        r: &Region,
+        va: u64,
+        len: u64,
+        f: impl FnOnce(Target<'_>) -> Result<R, MemError>,
+    ) -> Result<R, MemError> {
         let off = va.checked_sub(r.iova).ok_or(MemError::OutOfRange)?;
         let end = off.checked_add(len).ok_or(MemError::OutOfRange)?;
         match &r.mem {
@@ -341,17 +466,75 @@ impl PdMemory<'_> {
             Memory::KernelDma => f(Target::Kernel(
                 usize::try_from(off).map_err(|_| MemError::OutOfRange)?,
             )),
-            // Served above, under its lock.
-            Memory::Fast(_) => Err(MemError::BadKey),
+            // Served by `with`.
+            Memory::Fast(_) | Memory::Window(_) => Err(MemError::BadKey),
         }
     }
 
-    /// Invalidates the fast-registration region named by `key`.
+    /// Invalidates the fast-registration region or type 2 window named by
+    /// `key`.
     fn invalidate_key(&self, key: u32) -> Result<(), MemError> {
         match &self.lookup(key)?.mem {
             Memory::Fast(map) => map.lock().invalidate(key),
+            Memory::Window(w) => w.lock().invalidate(key),
             _ => Err(MemError::BadKey),
         }
+    }
+
+    /// Executes a bind work request of this QP.
+    fn bind(&self, req: &MwBind) -> Result<(), MemError> {
+        let mw = self.lookup(req.mw_key)?;
+        let Memory::Window(w) = &mw.mem else {
+            return Err(MemError::BadKey);
+        };
+        // The region is looked up before the window's lock is taken (the
+        // table's lock is not taken under it).
+        let binding = if req.len == 0 {
+            None
+        } else {
+            Some(self.binding(req)?)
+        };
+        let done = w.lock().bind(req, binding, self.qpn);
+        done
+    }
+
+    /// What a bind of `[addr, addr + len)` of region `mr_key` would grant,
+    /// after the checks rxe makes: a user region of this PD that allows
+    /// windows, remote rights only (no zero-based windows), remote writes
+    /// and atomics only into a locally writable region, and the range
+    /// inside the region.
+    fn binding(&self, req: &MwBind) -> Result<Binding, MemError> {
+        use b::*;
+        let mr = self.lookup(req.mr_key)?;
+        let Memory::User(umem) = &mr.mem else {
+            return Err(MemError::AccessDenied);
+        };
+        let remote = ib_access_flags_IB_ACCESS_REMOTE_READ
+            | ib_access_flags_IB_ACCESS_REMOTE_WRITE
+            | ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+        let writes =
+            ib_access_flags_IB_ACCESS_REMOTE_WRITE | ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+        if mr.key != req.mr_key
+            || mr.access & ib_access_flags_IB_ACCESS_MW_BIND == 0
+            || req.access & !remote != 0
+            || (req.access & writes != 0 && mr.access & ib_access_flags_IB_ACCESS_LOCAL_WRITE == 0)
+        {
+            return Err(MemError::AccessDenied);
+        }
+        let off = req.addr.checked_sub(mr.iova).ok_or(MemError::OutOfRange)?;
+        if off
+            .checked_add(req.len)
+            .is_none_or(|end| end > umem.len() as u64)
+        {
+            return Err(MemError::OutOfRange);
+        }
+        Ok(Binding {
+            mr_key: req.mr_key,
+            addr: req.addr,
+            len: req.len,
+            access: req.access,
+            qpn: None,
+        })
     }
 }
 
@@ -440,6 +623,7 @@ impl MemoryAccess for PdMemory<'_> {
                 _ => Err(MemError::BadKey),
             },
             LocalOp::Invalidate { key } => self.invalidate_key(key),
+            LocalOp::BindMw(req) => self.bind(&req),
         }
     }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions: pinned user memory with local and remote keys.
+//! Memory regions (pinned user memory, kernel memory, fast registrations)
+//! and memory windows, with their keys.
 //!
 //! The pages live in the device's region table ([`crate::mem::Regions`]),
 //! where the datapath finds them by key; the verb object owns the entry and
@@ -9,14 +10,14 @@
 use crate::{
     datapath::Datapath,
     index::Index,
-    mem::{FastMap, Memory, Region},
+    mem::{FastMap, Memory, Region, Window},
 };
 use kernel::{
     prelude::*,
     sync::{Arc, SpinLockIrq},
 };
 
-/// Driver data of a memory region.
+/// Driver data of a memory region or window.
 /// (ib_core keeps the IOVA, length and access flags in `struct ib_mr`.)
 pub(crate) struct Mr {
     _index: Index,
@@ -65,6 +66,20 @@ impl Mr {
         let key = (index.get() << 8) | u32::from(variant);
         let map = FastMap::new(key, max_pages)?;
         Self::new(index, variant, pd, 0, 0, Memory::Fast(map), dp)
+    }
+
+    /// Allocates a memory window of PD `pd` (type 2 if `type2`), unbound;
+    /// it shares the regions' key space.
+    pub(crate) fn new_window(
+        index: Index,
+        variant: u8,
+        pd: usize,
+        type2: bool,
+        dp: &Arc<Datapath>,
+    ) -> Result<Self> {
+        let key = (index.get() << 8) | u32::from(variant);
+        let window = Window::new(key, type2)?;
+        Self::new(index, variant, pd, 0, 0, Memory::Window(window), dp)
     }
 
     /// The mapping of a fast-registration region.

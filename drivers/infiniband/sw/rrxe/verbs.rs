@@ -54,6 +54,7 @@ impl Driver for RrxeDev {
     type Srq = Srq;
     type Ah = Ah;
     type Mr = Mr;
+    type Mw = Mr;
 
     const DRIVER_ID: u32 = b::rdma_driver_id_RDMA_DRIVER_RXE;
     const UVERBS_ABI_VERSION: u32 = p::UVERBS_ABI_VERSION;
@@ -79,6 +80,8 @@ impl Driver for RrxeDev {
             | b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
             | b::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE
             | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
+            | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
+            | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
             | b::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE) as u64;
         attr.max_fast_reg_page_list_len = p::MAX_FAST_REG_PAGES;
         attr.kernel_cap_flags = u64::from(b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
@@ -88,6 +91,8 @@ impl Driver for RrxeDev {
         attr.max_cq = p::MAX_CQ;
         attr.max_cqe = p::MAX_CQE;
         attr.max_mr = p::MAX_MR;
+        // Windows take their keys from the regions' indices.
+        attr.max_mw = p::MAX_MR;
         attr.max_pd = p::MAX_PD;
         attr.max_qp_rd_atom = p::MAX_QP_RD_ATOM;
         attr.max_qp_init_rd_atom = p::MAX_QP_RD_ATOM;
@@ -286,6 +291,18 @@ impl Driver for RrxeDev {
                 dp,
             )
         })
+    }
+
+    fn alloc_mw(pd: &driver::Pd<Self>, mw_type: u32, _udata: &mut Udata) -> Result<(Mr, u32)> {
+        let type2 = match mw_type {
+            b::ib_mw_type_IB_MW_TYPE_1 => false,
+            b::ib_mw_type_IB_MW_TYPE_2 => true,
+            _ => return Err(EINVAL),
+        };
+        let new = keyed_mr(pd, |index, variant, dp| {
+            Mr::new_window(index, variant, pd.as_raw() as usize, type2, dp)
+        })?;
+        Ok((new.data, new.rkey))
     }
 
     fn map_mr_begin(mr: &driver::Mr<Self>) -> Result {

@@ -7,7 +7,7 @@
 use crate::{
     ah::AhInfo,
     device::RrxeDev,
-    proto::{LocalOp, RecvWr, SendWr, Sge, WorkCompletion, WrOp},
+    proto::{LocalOp, MwBind, RecvWr, SendWr, Sge, WorkCompletion, WrOp},
     rdma::{
         bindings as b,
         wr::{RecvWr as KRecvWr, SendWr as KSendWr, Sge as KSge},
@@ -42,6 +42,14 @@ const ATOMIC_ARG: usize =
     UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, compare_add);
 const ATOMIC_SWAP: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, swap);
 const ATOMIC_RKEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, rkey);
+/// The `mw` member: a window bind.
+const MW: usize = UNION;
+const MW_ADDR: usize = MW + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, addr);
+const MW_LENGTH: usize = MW + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, length);
+const MW_MR_LKEY: usize = MW + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, mr_lkey);
+const MW_MW_RKEY: usize = MW + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, mw_rkey);
+const MW_RKEY: usize = MW + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, rkey);
+const MW_ACCESS: usize = MW + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, access);
 /// The kernel-only `reg` member: a fast registration's key and access.
 const REG_KEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_6, key);
 const REG_ACCESS: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_6, access);
@@ -151,9 +159,10 @@ impl Unsupported {
     }
 }
 
-/// The local operation a send WQE asks for, if it is one. Fast
-/// registration comes only from in-kernel callers (`kernel`): its region is
-/// an `alloc_mr` one, which user space cannot have.
+/// The local operation a send WQE asks for, if it is one: local
+/// invalidation, a window bind, or a fast registration, which comes only
+/// from in-kernel callers (`kernel`): its region is an `alloc_mr` one,
+/// which user space cannot have.
 fn local_op(buf: &[u8], opcode: u32, kernel: bool) -> Option<LocalOp> {
     match opcode {
         b::ib_wr_opcode_IB_WR_LOCAL_INV => Some(LocalOp::Invalidate {
@@ -163,6 +172,14 @@ fn local_op(buf: &[u8], opcode: u32, kernel: bool) -> Option<LocalOp> {
             key: u32_at(buf, REG_KEY),
             access: u32_at(buf, REG_ACCESS),
         }),
+        b::ib_wr_opcode_IB_WR_BIND_MW => Some(LocalOp::BindMw(MwBind {
+            mw_key: u32_at(buf, MW_MW_RKEY),
+            new_key: u32_at(buf, MW_RKEY),
+            mr_key: u32_at(buf, MW_MR_LKEY),
+            addr: u64_at(buf, MW_ADDR),
+            len: u64_at(buf, MW_LENGTH),
+            access: u32_at(buf, MW_ACCESS),
+        })),
         _ => None,
     }
 }

@@ -52,5 +52,5 @@ pub use qp::{
     ArrayQp, Arrays, AtomicResult, Buffers, Counters, Qp, QpConfig, QpError, QpState, RemoteAccess,
     Response, SendWqe, Slots, Storage,
 };
-pub use verbs::{LocalOp, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOp};
+pub use verbs::{LocalOp, MwBind, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOp};
 pub use wire::HeaderRepr;

@@ -65,6 +65,8 @@ pub enum WcOpcode {
     CompSwap = 3,
     /// IB_WC_FETCH_ADD.
     FetchAdd = 4,
+    /// IB_WC_BIND_MW.
+    BindMw = 5,
     /// IB_WC_LOCAL_INV.
     LocalInv = 6,
     /// IB_WC_ATOMIC_WRITE.
@@ -133,6 +135,36 @@ pub enum LocalOp {
         /// The key to invalidate.
         key: u32,
     },
+    /// A memory window bind (`IBV_WR_BIND_MW`, and `ibv_bind_mw` for type 1).
+    BindMw(MwBind),
+}
+
+/// What a memory window bind asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MwBind {
+    /// The window's key as the consumer knows it now.
+    pub mw_key: u32,
+    /// The key the window gets (same index, new variant).
+    pub new_key: u32,
+    /// Local key of the memory region the window opens.
+    pub mr_key: u32,
+    /// First address of the window, in the region's address space.
+    pub addr: u64,
+    /// Length of the window; 0 unbinds a type 1 window.
+    pub len: u64,
+    /// `IB_ACCESS_REMOTE_*` flags the window grants.
+    pub access: u32,
+}
+
+impl LocalOp {
+    /// Completion status when the operation fails: a bind reports a bind
+    /// error, the others an invalid local operation (as rxe does).
+    pub const fn error_status(self) -> WcStatus {
+        match self {
+            LocalOp::BindMw(_) => WcStatus::MwBindErr,
+            _ => WcStatus::LocQpOpErr,
+        }
+    }
 }
 
 impl WrOp {
@@ -184,6 +216,7 @@ impl WrOp {
             WrOp::AtomicWrite { .. } => WcOpcode::AtomicWrite,
             WrOp::Local(LocalOp::RegMr { .. }) => WcOpcode::RegMr,
             WrOp::Local(LocalOp::Invalidate { .. }) => WcOpcode::LocalInv,
+            WrOp::Local(LocalOp::BindMw(_)) => WcOpcode::BindMw,
         }
     }
 }

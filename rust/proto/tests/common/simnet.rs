@@ -137,6 +137,13 @@ impl MemoryAccess for SimMem {
                 Ok(())
             }
             LocalOp::Invalidate { key } => self.invalidate_key(key),
+            // A window over this node's region with the window's key.
+            LocalOp::BindMw(b) => self
+                .regions
+                .iter()
+                .any(|r| r.key == b.mr_key && r.valid)
+                .then_some(())
+                .ok_or(MemError::BadKey),
         }
     }
 }

@@ -48,6 +48,7 @@ static int destroy_obj(enum kind k, void *p, size_t len)
 	case K_SRQ: return ibv_destroy_srq(p);
 	case K_AH: return ibv_destroy_ah(p);
 	case K_CH: return ibv_destroy_comp_channel(p);
+	case K_MW: return ibv_dealloc_mw(p);
 	case K_MAP: return munmap(p, len);
 	}
 	return EINVAL;

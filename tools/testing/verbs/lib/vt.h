@@ -72,7 +72,7 @@ void prefix_reason(const char *pfx);
  * Object tracking: every object a case creates is destroyed after it,
  * newest first, and each destroy verb must succeed.
  */
-enum kind { K_PD, K_MR, K_CQ, K_QP, K_SRQ, K_AH, K_CH, K_MAP };
+enum kind { K_PD, K_MR, K_CQ, K_QP, K_SRQ, K_AH, K_CH, K_MW, K_MAP };
 
 #define KIND(p) _Generic((p), \
 	struct ibv_pd *: K_PD, \
@@ -81,7 +81,8 @@ enum kind { K_PD, K_MR, K_CQ, K_QP, K_SRQ, K_AH, K_CH, K_MAP };
 	struct ibv_qp *: K_QP, \
 	struct ibv_srq *: K_SRQ, \
 	struct ibv_ah *: K_AH, \
-	struct ibv_comp_channel *: K_CH)
+	struct ibv_comp_channel *: K_CH, \
+	struct ibv_mw *: K_MW)
 
 void track(enum kind k, void *p, size_t len);
 void track_reset(void);

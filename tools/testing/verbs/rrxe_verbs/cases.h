@@ -56,4 +56,10 @@ int t_prot_qp_no_read(struct env *e);
 int t_prot_qp_no_atomic(struct env *e);
 int t_prot_dereg(struct env *e);
 
+/* windows.c */
+int t_mw_type1(struct env *e);
+int t_mw_range(struct env *e);
+int t_mw_type2(struct env *e);
+int t_mw_bind_err(struct env *e);
+
 #endif

@@ -23,8 +23,9 @@
  *                 cq_overflow: they need packets; the datapath cases use
  *                 the -g GID as both ends, so the device sends to its own
  *                 address), "bounds" (address-space, MR, SGE, MTU and
- *                 Q_Key edges) or "protection" (remote accesses the
- *                 responder must refuse); "all" runs every case.
+ *                 Q_Key edges), "protection" (remote accesses the
+ *                 responder must refuse) or "windows" (memory windows);
+ *                 "all" runs every case.
  *
  * Output is TAP-like: "ok NAME" or "not ok NAME: reason" per case, then
  * "N passed, N failed". The exit status is 1 if any case failed, 2 on a usage
@@ -36,7 +37,8 @@
  *
  * Files: main.c (options, the case table, running cases), control.c (cases
  * without packets), datapath.c and multi_sge.c (group "datapath"),
- * bounds.c and protection.c (groups "bounds" and "protection", with edge.c).
+ * bounds.c and protection.c (groups "bounds" and "protection", with edge.c),
+ * windows.c (group "windows").
  * The helpers they share with other test programs are in ../lib (vt.h).
  */
 #define _GNU_SOURCE
@@ -123,6 +125,14 @@ static const struct tcase cases[] = {
 	  "atomic to a QP whose qp_access_flags lack REMOTE_ATOMIC" },
 	{ "prot_dereg", t_prot_dereg, "protection",
 	  "WRITE and READ with the rkey of a deregistered MR" },
+	{ "mw_type1", t_mw_type1, "windows",
+	  "type 1 window: ibv_bind_mw, WRITE/READ through it, rebind, unbind, stale key" },
+	{ "mw_range", t_mw_range, "windows",
+	  "type 1 window: before its start, across its end, without the right: REM_ACCESS_ERR" },
+	{ "mw_type2", t_mw_type2, "windows",
+	  "type 2 window: IBV_WR_BIND_MW, SEND_WITH_INV and LOCAL_INV end it, no second bind" },
+	{ "mw_bind_err", t_mw_bind_err, "windows",
+	  "bind over a region without MW_BIND or past its end: MW_BIND_ERR; dealloc while bound" },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 

@@ -487,8 +487,8 @@ impl<S: Storage> Requester<S> {
     /// it). A registration runs when reached and completes with the request
     /// before it; an invalidation waits until every request before it has
     /// completed, since a retransmission of one of them may still read
-    /// through the key. A failure fails the QP with `LOC_QP_OP_ERR` for
-    /// it, as rxe does.
+    /// through the key. A failure fails the QP with
+    /// [`LocalOp::error_status`] for it, as rxe does.
     fn run_local(
         &mut self,
         env: &mut Env<'_>,
@@ -503,7 +503,7 @@ impl<S: Storage> Requester<S> {
                 return Tx::Idle;
             }
             if env.mem.local(op).is_err() {
-                return self.local_error(WcStatus::LocQpOpErr);
+                return self.local_error(op.error_status());
             }
             w.first_psn = self.next_psn;
             w.started = true;
