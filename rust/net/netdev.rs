@@ -44,6 +44,12 @@ impl NetDevice {
         unsafe { b::rrxe_netif_running(self.as_raw()) }
     }
 
+    /// Whether this is a VLAN device (802.1Q).
+    pub fn is_vlan(&self) -> bool {
+        // SAFETY: By the invariant the device is alive.
+        unsafe { b::rrxe_netdev_is_vlan(self.as_raw()) }
+    }
+
     /// Whether the link has carrier.
     pub fn has_carrier(&self) -> bool {
         // SAFETY: By the invariant the device is alive.

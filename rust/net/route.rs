@@ -187,13 +187,15 @@ impl Drop for Route {
 }
 
 /// Sends `skb`, whose data is a UDP payload, as a datagram between `ep`'s
-/// endpoints out of `netdev`: pushes the IP and UDP headers, lets `seal`
+/// endpoints out of interface `oif` (0: `netdev`; an upper device of it,
+/// such as a VLAN, for an address of that device): pushes the IP and UDP headers, lets `seal`
 /// finish the whole packet (IP header first, linear), and hands it to the
 /// IP layer, over `route`'s cached route or, without one, a route looked up
 /// for this packet alone. Callable in any context but hard interrupts.
 pub fn send(
     route: Option<&Route>,
     netdev: &NetDevice,
+    oif: i32,
     ep: &Endpoints,
     mut skb: SkBuff,
     seal: impl FnOnce(&mut [u8]) -> Result,
@@ -215,7 +217,7 @@ pub fn send(
     let out = Output {
         cache: route.map_or(core::ptr::null_mut(), |r| r.cache.get()),
         net: netdev.net(),
-        oif: netdev.ifindex(),
+        oif: if oif > 0 { oif } else { netdev.ifindex() },
     };
     // The route cache's per-CPU slots are shared with softirq context, so
     // doorbells and work items use them with softirqs disabled, as the

@@ -222,10 +222,17 @@ impl SkBuff {
         }
     }
 
-    /// The interface index of the device the packet came in on, 0 if none.
+    /// The interface index of the device the packet came in on (a VLAN
+    /// device's real device), 0 if none.
     pub fn ifindex(&self) -> i32 {
         // SAFETY: By the invariant the skb is valid.
         unsafe { b::rrxe_skb_ifindex(self.as_raw()) }
+    }
+
+    /// The VLAN the packet came in on, if it came in on a VLAN device.
+    pub fn vlan_id(&self) -> Option<u16> {
+        // SAFETY: By the invariant the skb is valid.
+        u16::try_from(unsafe { b::rrxe_skb_vlan_id(self.as_raw()) }).ok()
     }
 }
 

@@ -121,6 +121,12 @@ impl<'a> QpAttr<'a> {
     pub fn source_gid(&self) -> Option<[u8; 16]> {
         ah_source_gid(&self.0.ah_attr)
     }
+
+    /// The interface of the source GID's entry (a VLAN device, for a GID
+    /// of one), which packets of the address vector leave through.
+    pub fn source_ifindex(&self) -> Option<i32> {
+        ah_source_ifindex(&self.0.ah_attr)
+    }
 }
 
 /// The address vector of a `create_ah` call (`struct rdma_ah_attr`), read-only.
@@ -135,6 +141,11 @@ impl<'a> AhAttr<'a> {
     /// resolved for `grh.sgid_index`.
     pub fn source_gid(&self) -> Option<[u8; 16]> {
         ah_source_gid(self.0)
+    }
+
+    /// The interface of the source GID's entry, as for [`QpAttr`].
+    pub fn source_ifindex(&self) -> Option<i32> {
+        ah_source_ifindex(self.0)
     }
 }
 
@@ -158,6 +169,19 @@ fn ah_source_gid(attr: &b::rdma_ah_attr) -> Option<[u8; 16]> {
     // reference on while the verb runs, which is as long as `attr` is
     // borrowed; `gid.raw` is plain bytes.
     Some(unsafe { (*entry).gid.raw })
+}
+
+/// The interface of the source GID entry of an address vector ib_core
+/// handed to a verb (as [`ah_source_gid`]); `None` if it has none.
+fn ah_source_ifindex(attr: &b::rdma_ah_attr) -> Option<i32> {
+    let entry = attr.grh.sgid_attr;
+    if entry.is_null() {
+        return None;
+    }
+    // SAFETY: As in `ah_source_gid`; the shim reads the entry's net device
+    // under the RCU read lock.
+    let ifindex = unsafe { b::rrxe_gid_attr_ifindex(entry) };
+    (ifindex > 0).then_some(ifindex)
 }
 
 impl Deref for QpAttr<'_> {

@@ -34,11 +34,15 @@ pub(crate) struct AhInfo {
     /// Destination Ethernet address (ib_core resolved it; the device's own
     /// means the datagram stays on this device).
     pub(crate) dmac: [u8; 6],
+    /// Interface of the source GID (a VLAN device for a VLAN's GID); 0: the
+    /// device's own.
+    pub(crate) ifindex: i32,
 }
 
 impl AhInfo {
     /// Bytes of the structure as stored in a kernel WQE.
     pub(crate) const LEN: usize = core::mem::size_of::<Self>();
+    const _FIELDS: () = assert!(Self::LEN == 48);
 
     /// The structure as bytes.
     pub(crate) fn to_bytes(self) -> [u8; Self::LEN] {
@@ -49,6 +53,7 @@ impl AhInfo {
         out[36] = self.hop_limit;
         out[37] = self.tclass;
         out[38..44].copy_from_slice(&self.dmac);
+        out[44..48].copy_from_slice(&self.ifindex.to_ne_bytes());
         out
     }
 
@@ -62,6 +67,7 @@ impl AhInfo {
         info.hop_limit = b[36];
         info.tclass = b[37];
         info.dmac.copy_from_slice(&b[38..44]);
+        info.ifindex = i32::from_ne_bytes([b[44], b[45], b[46], b[47]]);
         Some(info)
     }
 }
@@ -92,6 +98,7 @@ impl Ah {
             tclass: grh.traffic_class,
             // SAFETY: RoCE address vectors use the `roce` member of the union.
             dmac: unsafe { attr.__bindgen_anon_1.roce.dmac },
+            ifindex: attr.source_ifindex().unwrap_or(0),
         };
         if !udata.is_user() {
             return Ok(Self { user: None, info });

@@ -159,7 +159,21 @@ pub(crate) fn complete_or_report(
     qp: usize,
     solicited: bool,
 ) -> bool {
-    if complete(cq, wc, qp, solicited).is_err() {
+    complete_or_report_vlan(cq, wc, qp, solicited, None)
+}
+
+/// As [`complete_or_report`], for a datagram that came in on VLAN `vlan`:
+/// an in-kernel consumer's completion says so (`IB_WC_WITH_VLAN`; the
+/// connection manager finds the receiving GID by it). User space's
+/// completion has no room for it, as in rxe.
+pub(crate) fn complete_or_report_vlan(
+    cq: &driver::Cq<RrxeDev>,
+    wc: &b::ib_uverbs_wc,
+    qp: usize,
+    solicited: bool,
+    vlan: Option<u16>,
+) -> bool {
+    if complete(cq, wc, qp, solicited, vlan).is_err() {
         cq.error_event();
         return false;
     }
@@ -170,15 +184,21 @@ pub(crate) fn complete_or_report(
 /// signals the completion event if the CQ was armed for it
 /// (`IB_CQ_NEXT_COMP`, or `IB_CQ_SOLICITED` for a solicited one). A full CQ
 /// drops the completion and returns `ENOSPC`.
-pub(crate) fn complete(
+fn complete(
     cq: &driver::Cq<RrxeDev>,
     wc: &b::ib_uverbs_wc,
     qp: usize,
     solicited: bool,
+    vlan: Option<u16>,
 ) -> Result {
     let data = cq.data();
     if data.is_kernel {
-        data.ring.lock().push_value(&kernel_wc(wc, qp))?;
+        let mut k = kernel_wc(wc, qp);
+        if let Some(vlan) = vlan {
+            k.wc_flags |= b::ib_wc_flags_IB_WC_WITH_VLAN as i32;
+            k.vlan_id = vlan;
+        }
+        data.ring.lock().push_value(&k)?;
     } else {
         data.ring.lock().push(wc.as_bytes())?;
     }

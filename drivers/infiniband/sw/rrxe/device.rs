@@ -69,6 +69,16 @@ impl RrxeDev {
 
 /// Creates and registers device `name` over `netdev` (`rdma link add`).
 pub(crate) fn add(name: &CStr, netdev: &NetDevice) -> Result {
+    // ib_core gives a device on a VLAN device no GIDs for its addresses (it
+    // expects the real device, whose GID table holds the VLANs'): refuse,
+    // as rxe does.
+    if netdev.is_vlan() {
+        pr_err!(
+            "{}: a VLAN device; create it on the real device\n",
+            name.to_str()?
+        );
+        return Err(EPERM);
+    }
     if DEVICES
         .lock()
         .iter()

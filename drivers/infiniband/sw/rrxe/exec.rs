@@ -91,6 +91,8 @@ pub(crate) struct Live {
     pub(crate) recv_cq: CqRef<RrxeDev>,
     /// Source GID of the address vector (`IB_QP_AV`).
     pub(crate) sgid: [u8; 16],
+    /// Interface of that GID (0: the device's own).
+    pub(crate) sgid_ifindex: i32,
     /// Destination MAC of the address vector (ib_core resolved it).
     pub(crate) dmac: [u8; 6],
     /// RC and UC QPs from RTR on.
@@ -123,6 +125,7 @@ impl Live {
             send_cq,
             recv_cq,
             sgid: [0; 16],
+            sgid_ifindex: 0,
             dmac: [0; 6],
             conn: None,
             ud: None,

@@ -343,7 +343,10 @@ impl Qp {
             {
                 return Err(EINVAL);
             }
-            sgid = Some(attr.source_gid().ok_or(EINVAL)?);
+            sgid = Some((
+                attr.source_gid().ok_or(EINVAL)?,
+                attr.source_ifindex().unwrap_or(0),
+            ));
         }
         if has(ib_qp_attr_mask_IB_QP_PATH_MTU) && attr.path_mtu > ib_mtu_IB_MTU_4096 {
             return Err(EINVAL);
@@ -372,7 +375,13 @@ impl Qp {
     }
 
     /// Applies validated attributes (the QP is ours: no run meanwhile).
-    fn apply(&self, st: &mut Live, attr: &QpAttr<'_>, mask: u32, sgid: Option<[u8; 16]>) -> Result {
+    fn apply(
+        &self,
+        st: &mut Live,
+        attr: &QpAttr<'_>,
+        mask: u32,
+        sgid: Option<([u8; 16], i32)>,
+    ) -> Result {
         use b::*;
         let qp_type = self.core.info.qp_type;
         let has = |bit| mask_has(mask, bit);
@@ -411,8 +420,9 @@ impl Qp {
             // Kept for query only: never hold ib_core's GID attribute pointer.
             cur_attrs.ah_attr.grh.sgid_attr = core::ptr::null();
         }
-        if let Some(sgid) = sgid {
+        if let Some((sgid, ifindex)) = sgid {
             st.sgid = sgid;
+            st.sgid_ifindex = ifindex;
         }
         if has(ib_qp_attr_mask_IB_QP_AV) {
             // SAFETY: RoCE address vectors use the `roce` member of the union.
@@ -511,6 +521,7 @@ impl Qp {
             hop_limit: grh.hop_limit,
             tclass: grh.traffic_class,
             dmac: st.dmac,
+            ifindex: st.sgid_ifindex,
         };
         let path = Path::new(&self.dp, &to, sport, true)?;
         let transport = if self.core.info.qp_type == b::ib_qp_type_IB_QPT_UC {

@@ -3,6 +3,7 @@
  * C shims for rrxe: static inline functions and macros of the RDMA and
  * networking headers that Rust cannot call through bindgen.
  */
+#include <linux/if_vlan.h>
 #include <linux/bottom_half.h>
 #include <linux/highmem.h>
 #include <linux/inetdevice.h>
@@ -249,30 +250,77 @@ void rrxe_skb_set_transport_after_network(struct sk_buff *skb, int off)
 	skb_set_transport_header(skb, skb_network_offset(skb) + off);
 }
 
+int rrxe_gid_attr_ifindex(const struct ib_gid_attr *attr)
+{
+	const struct net_device *ndev;
+	int ifindex = 0;
+
+	rcu_read_lock();
+	ndev = rcu_dereference(attr->ndev);
+	if (ndev)
+		ifindex = ndev->ifindex;
+	rcu_read_unlock();
+	return ifindex;
+}
+
+bool rrxe_netdev_is_vlan(const struct net_device *ndev)
+{
+	return is_vlan_dev(ndev);
+}
+
 /*
  * The interface a received packet is for: the one it came in on or, for
  * a packet a local device sent to its own address through the loopback
- * device, the one that owns the destination address. 0 if none.
+ * device, the one that owns the destination address. NULL if none. Under
+ * the RCU read lock.
+ */
+static const struct net_device *rrxe_skb_in_dev(const struct sk_buff *skb)
+{
+	const struct net_device *dev = skb->dev;
+
+	if (!dev || !(dev->flags & IFF_LOOPBACK))
+		return dev;
+	if (ip_hdr(skb)->version == 4)
+		return __ip_dev_find(dev_net(dev), ip_hdr(skb)->daddr, false);
+#if IS_ENABLED(CONFIG_IPV6)
+	return ipv6_dev_find(dev_net(dev), &ipv6_hdr(skb)->daddr, NULL);
+#else
+	return NULL;
+#endif
+}
+
+/*
+ * The index of the interface a received packet is for (rrxe_skb_in_dev); a
+ * VLAN device's real device, since RoCE devices sit on real devices and
+ * reach their VLANs through the GIDs of the upper devices. 0 if none.
  */
 int rrxe_skb_ifindex(const struct sk_buff *skb)
 {
-	const struct net_device *dev = skb->dev;
-	int ifindex;
+	const struct net_device *dev;
+	int ifindex = 0;
 
-	if (!dev)
-		return 0;
-	if (!(dev->flags & IFF_LOOPBACK))
-		return dev->ifindex;
 	rcu_read_lock();
-	if (ip_hdr(skb)->version == 4)
-		dev = __ip_dev_find(dev_net(dev), ip_hdr(skb)->daddr, false);
-#if IS_ENABLED(CONFIG_IPV6)
-	else
-		dev = ipv6_dev_find(dev_net(dev), &ipv6_hdr(skb)->daddr, NULL);
-#endif
-	ifindex = dev ? dev->ifindex : 0;
+	dev = rrxe_skb_in_dev(skb);
+	if (dev && is_vlan_dev(dev))
+		dev = vlan_dev_real_dev(dev);
+	if (dev)
+		ifindex = dev->ifindex;
 	rcu_read_unlock();
 	return ifindex;
+}
+
+/* The VLAN a received packet came in on (rrxe_skb_in_dev), or -1. */
+int rrxe_skb_vlan_id(const struct sk_buff *skb)
+{
+	const struct net_device *dev;
+	int vlan = -1;
+
+	rcu_read_lock();
+	dev = rrxe_skb_in_dev(skb);
+	if (dev && is_vlan_dev(dev))
+		vlan = vlan_dev_vlan_id(dev);
+	rcu_read_unlock();
+	return vlan;
 }
 
 void rrxe_skb_queue_init(struct sk_buff_head *head)

@@ -7,7 +7,7 @@
 //! where ib_core and libibverbs look for the sender's address.
 
 use crate::{
-    cq::complete_or_report,
+    cq::{complete_or_report, complete_or_report_vlan},
     datapath::Datapath,
     device::RrxeDev,
     exec::{Live, Outcome, QpCore, QpInfo},
@@ -141,7 +141,7 @@ fn receive_skb(
     let Ok(pkt) = parse_payload(Payload::from_pieces(first, rest)) else {
         return Rx::Dropped;
     };
-    receive(qp, rq, srq, mem, &pkt, ip)
+    receive(qp, rq, srq, mem, &pkt, ip, skb.vlan_id())
 }
 
 /// What a UD QP needs from its owner for one call.
@@ -331,6 +331,7 @@ fn receive(
     mem: &mut dyn MemoryAccess,
     pkt: &Packet<'_>,
     ip: &[u8],
+    vlan: Option<u16>,
 ) -> Rx {
     let Some(deth) = pkt.hdr.deth else {
         return Rx::Dropped;
@@ -369,7 +370,7 @@ fn receive(
             wc.wc_flags |= b::ib_wc_flags_IB_WC_WITH_IMM;
         }
     }
-    let _ = complete_or_report(qp.recv_cq, &wc, qp.info.ibqp, pkt.hdr.bth.solicited);
+    let _ = complete_or_report_vlan(qp.recv_cq, &wc, qp.info.ibqp, pkt.hdr.bth.solicited, vlan);
     if status == b::ib_wc_status_IB_WC_SUCCESS {
         Rx::Delivered
     } else {

@@ -78,6 +78,9 @@ pub(crate) struct Path {
     local: bool,
     /// The route, for a connection (UD sends look theirs up each time).
     route: Option<Route>,
+    /// Interface the packets leave through (the source GID's), 0: the
+    /// device's own.
+    oif: i32,
 }
 
 impl Path {
@@ -109,6 +112,7 @@ impl Path {
             } else {
                 None
             },
+            oif: to.ifindex,
         })
     }
 
@@ -146,7 +150,14 @@ impl Path {
             return dp.deliver(dest_qpn, skb, depth.saturating_add(1));
         }
         let seal = |p: &mut [u8]| icrc::fill_ip_packet(&mut crc32, p).map_err(|_| EINVAL);
-        let res = route::send(self.route.as_ref(), dp.netdev(), &self.ep, skb, seal);
+        let res = route::send(
+            self.route.as_ref(),
+            dp.netdev(),
+            self.oif,
+            &self.ep,
+            skb,
+            seal,
+        );
         match res {
             Ok(()) => {
                 dp.stats.inc(Counter::SentPkts);
