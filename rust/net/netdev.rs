@@ -96,6 +96,19 @@ impl NetDevice {
         }
         mac
     }
+
+    /// Adds the Ethernet multicast address `mac` to the device's receive
+    /// filter (counted: each add needs a [`NetDevice::mc_del`]).
+    pub fn mc_add(&self, mac: &[u8; 6]) -> Result {
+        // SAFETY: By the invariant the device is alive; `mac` has ETH_ALEN bytes.
+        kernel::error::to_result(unsafe { b::dev_mc_add(self.as_raw(), mac.as_ptr()) })
+    }
+
+    /// Drops one reference to the multicast address `mac` from the filter.
+    pub fn mc_del(&self, mac: &[u8; 6]) {
+        // SAFETY: As in `mc_add`.
+        let _ = unsafe { b::dev_mc_del(self.as_raw(), mac.as_ptr()) };
+    }
 }
 
 // SAFETY: `dev_hold`/`dev_put` keep the net device's memory alive.

@@ -56,6 +56,16 @@ impl SkBuff {
         Self { raw }
     }
 
+    /// A second packet sharing this one's data (read-only for both), for
+    /// delivery to several receivers. Allocates atomically.
+    pub fn try_clone(&self) -> Option<Self> {
+        // SAFETY: By the invariant the skb is valid; the shim clones with
+        // GFP_ATOMIC and returns NULL on failure.
+        let raw = NonNull::new(unsafe { b::rrxe_skb_clone(self.raw.as_ptr()) })?;
+        // INVARIANT: the clone is a new skb that is ours.
+        Some(Self { raw })
+    }
+
     /// Gives up ownership (to C code that consumes the skb).
     pub fn into_raw(self) -> NonNull<b::sk_buff> {
         let raw = self.raw;

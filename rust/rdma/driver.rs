@@ -352,6 +352,16 @@ pub trait Driver: Sized + Send + Sync + 'static {
         Err(EOPNOTSUPP)
     }
 
+    /// Attaches UD QP `qp` to the multicast group `gid` (ib_core checked
+    /// that it is a UD QP and `gid` a multicast address).
+    fn attach_mcast(_qp: &Qp<Self>, _gid: [u8; 16]) -> Result {
+        Err(EOPNOTSUPP)
+    }
+    /// Detaches `qp` from the multicast group `gid`.
+    fn detach_mcast(_qp: &Qp<Self>, _gid: [u8; 16]) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
     /// Allocates a memory window of type `mw_type` (`IB_MW_TYPE_1`/`_2`)
     /// in `pd`; returns its data and its first remote key. It grants
     /// nothing until bound.
@@ -461,6 +471,8 @@ impl<T: Driver> OpsTable<T> {
             reg_user_mr: op!(T::HAS_REG_USER_MR, Self::reg_user_mr),
             alloc_mr: op!(T::HAS_ALLOC_MR, Self::alloc_mr),
             alloc_mw: op!(T::HAS_ALLOC_MW, Self::alloc_mw),
+            attach_mcast: op!(T::HAS_ATTACH_MCAST, Self::attach_mcast),
+            detach_mcast: op!(T::HAS_ATTACH_MCAST, Self::detach_mcast),
             dealloc_mw: op!(T::HAS_ALLOC_MW, Self::dealloc_mw),
             map_mr_sg: op!(T::HAS_ALLOC_MR, Self::map_mr_sg),
             dereg_mr: op!(T::HAS_REG_USER_MR, Self::dereg_mr),
@@ -1054,6 +1066,31 @@ impl<T: Driver> OpsTable<T> {
         // SRQ and frees it after this returns.
         unsafe { Srq::<T>::drop_data(srq) };
         0
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `attach_mcast` callback of a device of driver `T`.
+    unsafe extern "C" fn attach_mcast(qp: *mut b::ib_qp, gid: *mut b::ib_gid, _lid: u16) -> c_int {
+        from_result(|| {
+            // SAFETY: `create_qp` succeeded for `qp`; `gid` is valid for the
+            // call, and `raw` is the plain-bytes view of the union.
+            let (obj, gid) = unsafe { (Qp::<T>::from_raw(qp), (*gid).raw) };
+            T::attach_mcast(obj, gid)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `detach_mcast` callback of a device of driver `T`.
+    unsafe extern "C" fn detach_mcast(qp: *mut b::ib_qp, gid: *mut b::ib_gid, _lid: u16) -> c_int {
+        from_result(|| {
+            // SAFETY: As in `attach_mcast`.
+            let (obj, gid) = unsafe { (Qp::<T>::from_raw(qp), (*gid).raw) };
+            T::detach_mcast(obj, gid)?;
+            Ok(0)
+        })
     }
 
     /// # Safety

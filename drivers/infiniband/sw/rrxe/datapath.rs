@@ -11,6 +11,7 @@
 use crate::{
     ah::AhInfo,
     exec::QpCore,
+    mcast::Groups,
     mem::Regions,
     net::{netdev::NetDevice, skb::SkBuff},
     stats::{Counter, Stats},
@@ -38,6 +39,9 @@ pub(crate) struct Datapath {
     /// The addresses of user AHs by number (librxe names them so in WQEs).
     #[pin]
     ahs: Table<AhEntry>,
+    /// The multicast groups and their QPs.
+    #[pin]
+    pub(crate) mcast: Groups,
     /// The port counters.
     pub(crate) stats: Stats,
 }
@@ -52,6 +56,7 @@ impl Datapath {
                 qps <- Table::new(),
                 regions <- Regions::new(),
                 ahs <- Table::new(),
+                mcast <- Groups::new(),
                 stats: Stats::new(),
             }),
             GFP_KERNEL,
@@ -108,9 +113,46 @@ impl Datapath {
     /// (then it takes the packet before it stops) or `depth` says this is
     /// already a QP run nested in another.
     pub(crate) fn deliver(&self, qpn: u32, skb: SkBuff, depth: u8) {
+        if qpn == crate::params::MULTICAST_QPN {
+            return self.deliver_multicast(skb, depth);
+        }
         match self.qps.get(qpn) {
             Some(qp) => QpCore::receive(&qp, skb, depth),
             None => self.drop_packet(Counter::RcvdNoQp),
         }
     }
+
+    /// Hands a multicast datagram to every QP attached to the group its
+    /// destination address names (a clone each but the last).
+    fn deliver_multicast(&self, skb: SkBuff, depth: u8) {
+        let Some(mgid) = destination_gid(skb.network_header()) else {
+            return self.drop_packet(Counter::RcvdHdrErr);
+        };
+        let (qpns, n) = self.mcast.members(&mgid);
+        let Some((&last, others)) = qpns.get(..n).and_then(|q| q.split_last()) else {
+            return self.drop_packet(Counter::RcvdNoQp);
+        };
+        for &qpn in others {
+            // Unreliable service: a member that gets no copy loses the datagram.
+            if let (Some(copy), Some(qp)) = (skb.try_clone(), self.qps.get(qpn)) {
+                QpCore::receive(&qp, copy, depth);
+            }
+        }
+        match self.qps.get(last) {
+            Some(qp) => QpCore::receive(&qp, skb, depth),
+            None => self.drop_packet(Counter::RcvdNoQp),
+        }
+    }
+}
+
+/// The destination address of a packet whose IP header starts `hdr`, as a
+/// GID (IPv4-mapped for IPv4).
+fn destination_gid(hdr: &[u8]) -> Option<[u8; 16]> {
+    let mut gid = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0];
+    match hdr.first().map(|b| b >> 4) {
+        Some(4) => gid.get_mut(12..)?.copy_from_slice(hdr.get(16..20)?),
+        Some(6) => gid.copy_from_slice(hdr.get(24..40)?),
+        _ => return None,
+    }
+    Some(gid)
 }

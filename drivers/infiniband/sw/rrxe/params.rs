@@ -65,6 +65,15 @@ pub(crate) const UVERBS_ABI_VERSION: u32 = 2;
 pub(crate) const PORT_CAP_CM_SUP: u32 = 1 << 16;
 /// Maximum inline data per send work request (32 SGEs' worth).
 pub(crate) const MAX_INLINE_DATA: u32 = MAX_SGE * 16;
+/// Multicast groups of a device, QPs attached to one group and to all of
+/// them (as rxe).
+pub(crate) const MAX_MCAST_GRP: u32 = 8192;
+/// See [`MAX_MCAST_GRP`].
+pub(crate) const MAX_MCAST_QP_ATTACH: usize = 56;
+/// See [`MAX_MCAST_GRP`].
+pub(crate) const MAX_TOTAL_MCAST_QP_ATTACH: usize = 0x70000;
+/// The QP number multicast datagrams carry.
+pub(crate) const MULTICAST_QPN: u32 = 0x00ff_ffff;
 /// Most pages a fast-registration region maps (as rxe).
 pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;
 /// First QP number handed out (0 and 1 are the special QPs, the rest is

@@ -622,9 +622,26 @@ impl Qp {
         Ok(())
     }
 
+    /// Attaches this (UD) QP to multicast group `mgid`.
+    pub(crate) fn attach_mcast(&self, mgid: [u8; 16]) -> Result {
+        self.dp
+            .mcast
+            .attach(self.dp.netdev(), mgid, self.core.info.qpn)
+    }
+
+    /// Detaches this QP from multicast group `mgid`.
+    pub(crate) fn detach_mcast(&self, mgid: [u8; 16]) -> Result {
+        self.dp
+            .mcast
+            .detach(self.dp.netdev(), mgid, self.core.info.qpn)
+    }
+
     /// Detaches the QP from the datapath and drops everything it holds, so
     /// nothing can reach its rings, CQs or SRQ once `destroy_qp` returns.
     pub(crate) fn destroy(&self) {
+        self.dp
+            .mcast
+            .detach_all(self.dp.netdev(), self.core.info.qpn);
         drop(self.dp.remove_qp(self.core.info.qpn));
         *self.core.ksq.lock() = None;
         *self.core.krq.lock() = None;

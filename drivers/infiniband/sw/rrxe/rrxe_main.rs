@@ -45,6 +45,7 @@ mod datapath;
 mod device;
 mod exec;
 mod index;
+mod mcast;
 mod mem;
 mod mr;
 mod params;

@@ -140,6 +140,11 @@ void rrxe_skb_free(struct sk_buff *skb)
 	consume_skb(skb);
 }
 
+struct sk_buff *rrxe_skb_clone(struct sk_buff *skb)
+{
+	return skb_clone(skb, GFP_ATOMIC);
+}
+
 /* rust/sync */
 
 void rrxe_cond_resched(void)

@@ -93,6 +93,9 @@ impl Driver for RrxeDev {
         attr.max_mr = p::MAX_MR;
         // Windows take their keys from the regions' indices.
         attr.max_mw = p::MAX_MR;
+        attr.max_mcast_grp = p::MAX_MCAST_GRP;
+        attr.max_mcast_qp_attach = p::MAX_MCAST_QP_ATTACH as u32;
+        attr.max_total_mcast_qp_attach = p::MAX_TOTAL_MCAST_QP_ATTACH as u32;
         attr.max_pd = p::MAX_PD;
         attr.max_qp_rd_atom = p::MAX_QP_RD_ATOM;
         attr.max_qp_init_rd_atom = p::MAX_QP_RD_ATOM;
@@ -291,6 +294,14 @@ impl Driver for RrxeDev {
                 dp,
             )
         })
+    }
+
+    fn attach_mcast(qp: &driver::Qp<Self>, gid: [u8; 16]) -> Result {
+        qp.data().attach_mcast(gid)
+    }
+
+    fn detach_mcast(qp: &driver::Qp<Self>, gid: [u8; 16]) -> Result {
+        qp.data().detach_mcast(gid)
     }
 
     fn alloc_mw(pd: &driver::Pd<Self>, mw_type: u32, _udata: &mut Udata) -> Result<(Mr, u32)> {
