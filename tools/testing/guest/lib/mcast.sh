@@ -15,7 +15,7 @@ mc_receiver() {
     # mckey's output is block-buffered into the file: watch the IP group join that
     # rdma_cm makes instead, then give the QPs' attachments (made as the join
     # events arrive) a moment.
-    wait_for 60 sh -c "/usr/bin/ip maddr show dev $RRXE_NETDEV | grep -qw $MC_GROUP" ||
+    wait_for 120 sh -c "/usr/bin/ip maddr show dev $RRXE_NETDEV | grep -qw $MC_GROUP" ||
         fail "$1: mckey did not join $MC_GROUP"
     sleep 2
     log "$1: joined $MC_GROUP with $3 QPs, waiting for $MC_COUNT datagrams each"
