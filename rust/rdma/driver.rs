@@ -375,6 +375,10 @@ pub trait Driver: Sized + Send + Sync + 'static {
         init: &mut SrqInit<'_>,
         udata: &mut Udata,
     ) -> Result<impl PinInit<Self::Srq, Error>>;
+    /// Queues a receive request of an in-kernel caller on an SRQ.
+    fn post_srq_recv(_srq: &Srq<Self>, _wr: &RecvWr<'_>) -> Result {
+        Err(EOPNOTSUPP)
+    }
     /// Modifies the attributes selected by `mask` (`IB_SRQ_MAX_WR`, `IB_SRQ_LIMIT`).
     fn modify_srq(srq: &Srq<Self>, attr: &b::ib_srq_attr, mask: u32, udata: &mut Udata) -> Result;
     /// Reports a shared receive queue's attributes.
@@ -465,6 +469,7 @@ impl<T: Driver> OpsTable<T> {
             modify_srq: op!(T::HAS_MODIFY_SRQ, Self::modify_srq),
             query_srq: op!(T::HAS_QUERY_SRQ, Self::query_srq),
             destroy_srq: op!(T::HAS_CREATE_SRQ, Self::destroy_srq),
+            post_srq_recv: op!(T::HAS_POST_SRQ_RECV, Self::post_srq_recv),
             create_ah: op!(T::HAS_CREATE_AH, Self::create_ah),
             create_user_ah: op!(T::HAS_CREATE_AH, Self::create_ah),
             destroy_ah: op!(T::HAS_CREATE_AH, Self::destroy_ah),
@@ -878,6 +883,32 @@ impl<T: Driver> OpsTable<T> {
             // SAFETY: ib_core passes a valid list for the duration of the call.
             let (req, next) = unsafe { (RecvWr::new(&*cur), (*cur).next.cast_const()) };
             if let Err(e) = T::post_recv(obj, &req) {
+                if !bad_wr.is_null() {
+                    // SAFETY: ib_core passes a valid pointer for the failed request.
+                    unsafe { *bad_wr = cur };
+                }
+                return e.to_errno();
+            }
+            cur = next;
+        }
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `post_srq_recv` callback of a device of driver `T`.
+    unsafe extern "C" fn post_srq_recv(
+        srq: *mut b::ib_srq,
+        wr: *const b::ib_recv_wr,
+        bad_wr: *mut *const b::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: `create_srq` succeeded for `srq`.
+        let obj = unsafe { Srq::<T>::from_raw(srq) };
+        let mut cur = wr;
+        while !cur.is_null() {
+            // SAFETY: ib_core passes a valid list for the duration of the call.
+            let (req, next) = unsafe { (RecvWr::new(&*cur), (*cur).next.cast_const()) };
+            if let Err(e) = T::post_srq_recv(obj, &req) {
                 if !bad_wr.is_null() {
                     // SAFETY: ib_core passes a valid pointer for the failed request.
                     unsafe { *bad_wr = cur };

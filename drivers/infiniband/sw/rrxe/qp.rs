@@ -211,10 +211,6 @@ impl Qp {
         if udata.inlen() != 0 {
             return Err(EINVAL);
         }
-        // A kernel QP's receives come from its own ring (no kernel SRQs).
-        if kernel && srq.is_some() {
-            return Err(EOPNOTSUPP);
-        }
         let qpn = match &num {
             Some(n) => n.get(),
             None if gsi => 1,

@@ -1,20 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Shared receive queues: one receive ring for many QPs, with a low-water
-//! limit that raises `IB_EVENT_SRQ_LIMIT_REACHED` once armed.
+//! limit that raises `IB_EVENT_SRQ_LIMIT_REACHED` once armed. A user SRQ's
+//! ring is mapped into its process, which posts into it; an in-kernel
+//! caller's ring is in kernel memory, and `post_srq_recv` writes its WQEs.
 
 use crate::{
     index::Index,
     params as p,
-    queue::{Queue, Side},
-    rdma::{bindings as b, qp::SrqInit, udata::Udata},
+    queue::{KernelSide, Queue, Side},
+    rdma::{bindings as b, qp::SrqInit, udata::Udata, wr::RecvWr},
     uapi::{RECV_WQE_HDR, SGE_SIZE},
+    wqe,
 };
 use kernel::{new_spinlock_irq, prelude::*, sync::SpinLockIrq};
 
 struct State {
     ring: Queue,
     limit: u32,
+    /// The producer side of an in-kernel caller's ring.
+    kernel: Option<KernelSide>,
 }
 
 /// Driver data of a shared receive queue.
@@ -44,41 +49,46 @@ impl Srq {
         if init.srq_type() != b::ib_srq_type_IB_SRQT_BASIC {
             return Err(EOPNOTSUPP);
         }
-        if !udata.is_user() {
-            return Err(EOPNOTSUPP);
-        }
         let attr = init.attr();
         check_wr(attr.max_wr)?;
         if attr.max_sge == 0 || attr.max_sge > p::MAX_SRQ_SGE {
             return Err(EINVAL);
         }
-        let ring = Queue::new(
-            udata,
-            Side::Consume,
-            attr.max_wr,
-            // `max_sge` was checked against MAX_SRQ_SGE above.
-            RECV_WQE_HDR.saturating_add((attr.max_sge as usize).saturating_mul(SGE_SIZE)),
-        )?;
+        // `max_sge` was checked against MAX_SRQ_SGE above.
+        let elem = RECV_WQE_HDR.saturating_add((attr.max_sge as usize).saturating_mul(SGE_SIZE));
+        let user = udata.is_user();
+        let ring = if user {
+            Queue::new(udata, Side::Consume, attr.max_wr, elem)?
+        } else {
+            Queue::new_kernel(Side::Consume, attr.max_wr, elem)?
+        };
         if attr.srq_limit > ring.capacity() {
             return Err(EINVAL);
         }
-        udata.write(&b::rxe_create_srq_resp {
-            mi: ring.mminfo(),
-            srq_num: num.get(),
-            reserved: 0,
-        })?;
+        if user {
+            udata.write(&b::rxe_create_srq_resp {
+                mi: ring.mminfo(),
+                srq_num: num.get(),
+                reserved: 0,
+            })?;
+        }
+        let kernel = (!user).then(|| ring.kernel_side());
         attr.max_wr = ring.capacity();
         let (max_sge, limit) = (attr.max_sge, attr.srq_limit);
         Ok(try_pin_init!(Self {
             num,
             max_sge,
-            state <- new_spinlock_irq!(State { ring, limit }),
+            state <- new_spinlock_irq!(State { ring, limit, kernel }),
         }))
     }
 
     /// Resizes (`IB_SRQ_MAX_WR`) and/or arms the limit (`IB_SRQ_LIMIT`).
     pub(crate) fn modify(&self, attr: &b::ib_srq_attr, mask: u32, udata: &mut Udata) -> Result {
         if mask & b::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0 {
+            // Resizing maps a new ring into the process: user SRQs only.
+            if !udata.is_user() {
+                return Err(EOPNOTSUPP);
+            }
             check_wr(attr.max_wr)?;
             let (limit, shape) = {
                 let st = self.state.lock();
@@ -122,6 +132,15 @@ impl Srq {
             st.limit = 0;
         }
         (true, crossed)
+    }
+
+    /// Queues a receive request of an in-kernel caller (`ib_post_srq_recv`);
+    /// `EINVAL` for a user SRQ, `ENOMEM` when the ring is full.
+    pub(crate) fn post_recv(&self, wr: &RecvWr<'_>) -> Result {
+        let mut wqe = [0u8; wqe::RECV_WQE_READ_ALL];
+        wqe::kernel_recv(&mut wqe, wr, self.max_sge as usize)?;
+        let mut st = self.state.lock();
+        st.kernel.as_mut().ok_or(EINVAL)?.push(&wqe)
     }
 
     /// Most SGEs a receive request of this SRQ may have.

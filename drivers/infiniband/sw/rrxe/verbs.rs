@@ -338,6 +338,10 @@ impl Driver for RrxeDev {
         Srq::new(num, init, udata)
     }
 
+    fn post_srq_recv(srq: &driver::Srq<Self>, wr: &RecvWr<'_>) -> Result {
+        srq.data().post_recv(wr)
+    }
+
     fn modify_srq(
         srq: &driver::Srq<Self>,
         attr: &b::ib_srq_attr,
