@@ -868,21 +868,23 @@ impl<T: Driver> OpsTable<T> {
         })
     }
 
+    /// Posts each request of ib_core's receive list `wr` with `post`; on an
+    /// error, points `bad_wr` at the request that failed.
+    ///
     /// # Safety
     ///
-    /// Only called by ib_core, as the `post_recv` callback of a device of driver `T`.
-    unsafe extern "C" fn post_recv(
-        qp: *mut b::ib_qp,
+    /// `wr` and `bad_wr` must be what ib_core passed to a `post_recv` or
+    /// `post_srq_recv` callback.
+    unsafe fn post_recv_list(
         wr: *const b::ib_recv_wr,
         bad_wr: *mut *const b::ib_recv_wr,
+        mut post: impl FnMut(&RecvWr<'_>) -> Result,
     ) -> c_int {
-        // SAFETY: `create_qp` succeeded for `qp`.
-        let obj = unsafe { Qp::<T>::from_raw(qp) };
         let mut cur = wr;
         while !cur.is_null() {
             // SAFETY: ib_core passes a valid list for the duration of the call.
             let (req, next) = unsafe { (RecvWr::new(&*cur), (*cur).next.cast_const()) };
-            if let Err(e) = T::post_recv(obj, &req) {
+            if let Err(e) = post(&req) {
                 if !bad_wr.is_null() {
                     // SAFETY: ib_core passes a valid pointer for the failed request.
                     unsafe { *bad_wr = cur };
@@ -896,6 +898,20 @@ impl<T: Driver> OpsTable<T> {
 
     /// # Safety
     ///
+    /// Only called by ib_core, as the `post_recv` callback of a device of driver `T`.
+    unsafe extern "C" fn post_recv(
+        qp: *mut b::ib_qp,
+        wr: *const b::ib_recv_wr,
+        bad_wr: *mut *const b::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: `create_qp` succeeded for `qp`.
+        let obj = unsafe { Qp::<T>::from_raw(qp) };
+        // SAFETY: The list and `bad_wr` are ib_core's, for this call.
+        unsafe { Self::post_recv_list(wr, bad_wr, |req| T::post_recv(obj, req)) }
+    }
+
+    /// # Safety
+    ///
     /// Only called by ib_core, as the `post_srq_recv` callback of a device of driver `T`.
     unsafe extern "C" fn post_srq_recv(
         srq: *mut b::ib_srq,
@@ -904,20 +920,8 @@ impl<T: Driver> OpsTable<T> {
     ) -> c_int {
         // SAFETY: `create_srq` succeeded for `srq`.
         let obj = unsafe { Srq::<T>::from_raw(srq) };
-        let mut cur = wr;
-        while !cur.is_null() {
-            // SAFETY: ib_core passes a valid list for the duration of the call.
-            let (req, next) = unsafe { (RecvWr::new(&*cur), (*cur).next.cast_const()) };
-            if let Err(e) = T::post_srq_recv(obj, &req) {
-                if !bad_wr.is_null() {
-                    // SAFETY: ib_core passes a valid pointer for the failed request.
-                    unsafe { *bad_wr = cur };
-                }
-                return e.to_errno();
-            }
-            cur = next;
-        }
-        0
+        // SAFETY: The list and `bad_wr` are ib_core's, for this call.
+        unsafe { Self::post_recv_list(wr, bad_wr, |req| T::post_srq_recv(obj, req)) }
     }
 
     /// # Safety
