@@ -262,9 +262,10 @@ single_rping() {
     srv=$BG_PID
     retry 20 0.5 timeout 60 rping -c -a "$RRXE_IP4" -C 20 -S 1024 -V -v > /tmp/rping-client.out 2>&1
     rc=$?
-    sed 's/^/  rping-client| /' /tmp/rping-client.out
-    [ $rc = 0 ] || fail "rping client rc=$rc"
-    bg_wait "$srv" rping-server 30 || fail "rping server failed"
+    # The pings' data (1 KiB each) only when something failed.
+    [ $rc = 0 ] || { sed 's/^/  rping-client| /' /tmp/rping-client.out; fail "rping client rc=$rc"; }
+    bg_wait "$srv" rping-server 30 > /tmp/rping-server.log ||
+        { cat /tmp/rping-server.log; fail "rping server failed"; }
     n=$(grep -c 'ping data:' /tmp/rping-client.out)
     [ "$n" -ge 20 ] || fail "client printed $n ping lines, expected 20"
     log "rping: $n verified pings"
