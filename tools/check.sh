@@ -10,7 +10,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 variant=${KERNEL_VARIANT:-normal}
 # Guest tests that also run on the debug kernel (KASAN, lockdep, kmemleak).
 DEBUG_TESTS="rrxe_objects rrxe_lifecycle rrxe_verbs rrxe_datapath rrxe_bounds rrxe_rc_pingpong rrxe_rping rrxe_pair_vanish
-    rrxe_verbsfuzz rrxe_wirefuzz rrxe_teardown_link rrxe_windows rrxe_nvmeof"
+    rrxe_verbsfuzz rrxe_wirefuzz rrxe_teardown_link rrxe_windows"
 mkdir -p "$RRXE_OUT/check"
 results="$RRXE_OUT/results.txt"
 : > "$results"
