@@ -1230,23 +1230,6 @@ static const char *const probe_name[PR_KINDS] = {
 	"an ATOMIC_ACKNOWLEDGE for a READ", "a READ_RESPONSE_ONLY longer than the READ",
 };
 
-static int probe_wait(struct ibv_wc *wc)
-{
-	double t0 = now_s();
-
-	for (;;) {
-		int n = ibv_poll_cq(Z.pcq, 1, wc);
-
-		if (n > 0)
-			return 0;
-		if (n < 0)
-			fatal("ibv_poll_cq (probe) failed");
-		if (now_s() - t0 > 20)
-			return -1;
-		usleep(500);
-	}
-}
-
 /* Build the response packets for the probe into Z.pk; returns how many. */
 static int probe_packets(int kind, uint32_t psn, uint32_t len, const uint8_t *data, uint64_t orig)
 {
@@ -1323,56 +1306,32 @@ static void __attribute__((format(printf, 1, 2))) probe_violation(const char *fm
 	va_end(ap);
 }
 
-static void c_probe(void)
-{
-	static uint8_t data[3 * LIVE_MTU + 64];
-	int kind = rng_below(&Z.rng, PR_KINDS), atomic, n;
-	uint32_t len, psn;
+/*
+ * The probe in flight. The fuzzer does not wait for its completion: it goes on
+ * sending other packets (none of them to P, see busy_target()) and checks the
+ * completion when it comes (probe_poll), at the latest before the next probe.
+ */
+static struct {
+	int active;
+	int kind, atomic;
+	uint32_t len;
 	size_t off;
-	uint64_t orig = rng_next(&Z.rng);
-	struct ibv_sge sge;
-	struct ibv_send_wr wr, *bad;
-	struct ibv_wc wc;
+	uint64_t orig;
+	double t0;
 	char what[160];
+	uint8_t data[3 * LIVE_MTU + 64];
+} PR;
 
-	if (rng_chance(&Z.rng, 1, 2))
-		kind = PR_READ;	/* as many correct ones as broken ones */
-	atomic = kind == PR_ATOMIC;
-	len = atomic ? 8 : kind == PR_LAST_FIRST ? LIVE_MTU + 1 + rng_below(&Z.rng, 2 * LIVE_MTU) :
-	      kind == PR_TOO_LONG ? 1 + rng_below(&Z.rng, LIVE_MTU - 32) :
-	      1 + rng_below(&Z.rng, 3 * LIVE_MTU);
-	off = atomic ? 8 * rng_below(&Z.rng, (P_SIZE - 8 - P_GUARD) / 8) :
-	      rng_below(&Z.rng, P_SIZE - len - P_GUARD);
-	rng_bytes(&Z.rng, data, sizeof(data));
-	memset(Z.pbuf, 0x6b, P_SIZE);
-	memset(&wr, 0, sizeof(wr));
-	sge = (struct ibv_sge){ (uintptr_t)Z.pbuf + off, len, Z.pmr->lkey };
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = atomic ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_RDMA_READ;
-	wr.wr.rdma.remote_addr = 0x10000;	/* nobody answers for real */
-	wr.wr.rdma.rkey = 0x1234;
-	if (atomic) {
-		wr.wr.atomic.remote_addr = 0x10000;
-		wr.wr.atomic.rkey = 0x1234;
-		wr.wr.atomic.compare_add = 1;
-	}
-	psn = Z.p_psn;
-	if (ibv_post_send(Z.pq, &wr, &bad))
-		fatal("ibv_post_send (probe): %s", strerror(errno));
-	Z.p_psn = (Z.p_psn + (atomic ? 1 : npk(len))) & PSN_MASK;
-	n = probe_packets(kind, psn, len, data, orig);
+static void probe_finish(const struct ibv_wc *wcp)
+{
+	struct ibv_wc wc = *wcp;
+	const char *what = PR.what;
+	size_t off = PR.off;
+	uint32_t len = PR.len;
+	int kind = PR.kind, atomic = PR.atomic;
+
+	PR.active = 0;
 	probe_kind = kind;
-	g_fstats.probe_kind_sent[kind]++;
-	pthread_mutex_lock(&g_live.lock);
-	Z.snap = g_live;
-	for (int i = 0; i < n; i++)
-		send_checked(C_PROBE, &Z.pk[i]);
-	pthread_mutex_unlock(&g_live.lock);
-	snprintf(what, sizeof(what), "probe: %s %s of %u bytes answered with %s",
-		 atomic ? "FETCH_AND_ADD" : "RDMA READ", "at PSN", len, probe_name[kind]);
-	if (probe_wait(&wc))
-		fatal("%s: no completion in 20 s", what);
 	for (size_t i = 0; i < P_SIZE; i++) {
 		if (i >= off && i < off + len)
 			continue;
@@ -1389,7 +1348,8 @@ static void c_probe(void)
 			g_fstats.probe_timeouts++;
 		} else if (wc.status != IBV_WC_SUCCESS) {
 			probe_violation("%s: completed with %s", what, ibv_wc_status_str(wc.status));
-		} else if (atomic ? memcmp(Z.pbuf + off, &orig, 8) : memcmp(Z.pbuf + off, data, len)) {
+		} else if (atomic ? memcmp(Z.pbuf + off, &PR.orig, 8) :
+			   memcmp(Z.pbuf + off, PR.data, len)) {
 			probe_violation("%s: completed, but the data in memory differ", what);
 		} else {
 			g_fstats.probe_valid_ok++;
@@ -1404,12 +1364,151 @@ static void c_probe(void)
 		probe_qp();	/* in ERR now */
 }
 
+/* Check the probe in flight, if any; with `wait`, until it completed (20 s at most). */
+static void probe_poll(int wait)
+{
+	struct ibv_wc wc;
+
+	while (PR.active) {
+		int n = ibv_poll_cq(Z.pcq, 1, &wc);
+
+		if (n < 0)
+			fatal("ibv_poll_cq (probe) failed");
+		if (n > 0) {
+			probe_finish(&wc);
+			return;
+		}
+		if (now_s() - PR.t0 > 20)
+			fatal("%s: no completion in 20 s", PR.what);
+		if (!wait)
+			return;
+		usleep(500);
+	}
+}
+
+static void c_probe(void)
+{
+	int kind, atomic, n;
+	uint32_t len, psn;
+	size_t off;
+	uint64_t orig;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr, *bad;
+
+	probe_poll(1);	/* one probe at a time */
+	kind = rng_below(&Z.rng, PR_KINDS);
+	orig = rng_next(&Z.rng);
+	if (rng_chance(&Z.rng, 1, 2))
+		kind = PR_READ;	/* as many correct ones as broken ones */
+	atomic = kind == PR_ATOMIC;
+	len = atomic ? 8 : kind == PR_LAST_FIRST ? LIVE_MTU + 1 + rng_below(&Z.rng, 2 * LIVE_MTU) :
+	      kind == PR_TOO_LONG ? 1 + rng_below(&Z.rng, LIVE_MTU - 32) :
+	      1 + rng_below(&Z.rng, 3 * LIVE_MTU);
+	off = atomic ? 8 * rng_below(&Z.rng, (P_SIZE - 8 - P_GUARD) / 8) :
+	      rng_below(&Z.rng, P_SIZE - len - P_GUARD);
+	rng_bytes(&Z.rng, PR.data, sizeof(PR.data));
+	memset(Z.pbuf, 0x6b, P_SIZE);
+	memset(&wr, 0, sizeof(wr));
+	sge = (struct ibv_sge){ (uintptr_t)Z.pbuf + off, len, Z.pmr->lkey };
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = atomic ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = 0x10000;	/* nobody answers for real */
+	wr.wr.rdma.rkey = 0x1234;
+	if (atomic) {
+		wr.wr.atomic.remote_addr = 0x10000;
+		wr.wr.atomic.rkey = 0x1234;
+		wr.wr.atomic.compare_add = 1;
+	}
+	psn = Z.p_psn;
+	PR.active = 1;
+	PR.kind = kind;
+	PR.atomic = atomic;
+	PR.len = len;
+	PR.off = off;
+	PR.orig = orig;
+	snprintf(PR.what, sizeof(PR.what), "probe: %s %s of %u bytes answered with %s",
+		 atomic ? "FETCH_AND_ADD" : "RDMA READ", "at PSN", len, probe_name[kind]);
+	if (ibv_post_send(Z.pq, &wr, &bad))
+		fatal("ibv_post_send (probe): %s", strerror(errno));
+	PR.t0 = now_s();
+	Z.p_psn = (Z.p_psn + (atomic ? 1 : npk(len))) & PSN_MASK;
+	n = probe_packets(kind, psn, len, PR.data, orig);
+	probe_kind = kind;
+	g_fstats.probe_kind_sent[kind]++;
+	pthread_mutex_lock(&g_live.lock);
+	Z.snap = g_live;
+	for (int i = 0; i < n; i++)
+		send_checked(C_PROBE, &Z.pk[i]);
+	pthread_mutex_unlock(&g_live.lock);
+}
+
 /*
  * QP access flags: a fresh RC QP X, connected to itself, whose access flags
  * leave out REMOTE_WRITE (or REMOTE_ATOMIC), gets one valid RDMA WRITE (or
  * atomic) at its expected PSN into MR X, which allows it. The QP must NAK it
  * (Remote Access Error) and MR X must not change.
  */
+/*
+ * The access check in flight (X exists): like the probe, the fuzzer goes on
+ * with other packets (none to X or naming MR X, see busy_target()) until X is
+ * in ERR or half a second passed, and then checks MR X.
+ */
+static struct {
+	struct ibv_qp *x;
+	int atomic;
+	uint8_t op;
+	uint32_t len;
+	uint64_t off;
+	double t0, polled;
+} XA;
+
+/* Check the access check in flight, if any; with `wait`, until it is done. */
+static void access_poll(int wait)
+{
+	while (XA.x) {
+		double t = now_s();
+		int err;
+
+		if (t - XA.polled < 0.002) {	/* ibv_query_qp is a system call */
+			if (!wait)
+				return;
+			usleep(2000);
+			continue;
+		}
+		XA.polled = t;
+		/* a correct device NAKs it and X enters ERR; give it some time either way */
+		err = state_of(XA.x) == IBV_QPS_ERR;
+		if (!err && t - XA.t0 < 0.5) {
+			if (!wait)
+				return;
+			continue;
+		}
+		g_fstats.access_checks++;
+		for (size_t i = 0; i < X_SIZE; i++) {
+			if (Z.xbuf[i] == 0x3c)
+				continue;
+			if (!g_fstats.access_violations++)
+				snprintf(g_fstats.first_access, sizeof(g_fstats.first_access),
+					 "%s of %u bytes at offset %llu reached MR X through QP X, "
+					 "whose access flags (%s) do not allow it (byte %zu changed; "
+					 "X %s)",
+					 XA.atomic ? (XA.op == OP_RC_FETCH_ADD ? "a FETCH_ADD" :
+						      "a CMP_SWAP") : "an RDMA WRITE",
+					 XA.atomic ? 8 : XA.len, (unsigned long long)XA.off,
+					 XA.atomic ? "REMOTE_WRITE|REMOTE_READ" :
+					 "REMOTE_READ|REMOTE_ATOMIC", i,
+					 state_of(XA.x) == IBV_QPS_ERR ? "in ERR" : "not in ERR");
+			break;
+		}
+		reap();
+		if (ibv_destroy_qp(XA.x))
+			fatal("ibv_destroy_qp (access check): %s", strerror(errno));
+		XA.x = NULL;
+		reap();
+	}
+}
+
 static void c_access(void)
 {
 	struct ibv_qp_init_attr ia;
@@ -1423,8 +1522,8 @@ static void c_access(void)
 			      OP_RC_WRITE_ONLY;
 	uint64_t off = atomic ? 8 * rng_below(&Z.rng, X_SIZE / 8) :
 			      rng_below(&Z.rng, X_SIZE - len + 1);
-	double t0;
 
+	access_poll(1);	/* one at a time: MR X is shared */
 	memset(&ia, 0, sizeof(ia));
 	ia.qp_type = IBV_QPT_RC;
 	ia.send_cq = ia.recv_cq = Z.cq;
@@ -1445,32 +1544,48 @@ static void c_access(void)
 	h.dlen = atomic ? 8 : len;
 	h.compare = 0x3c3c3c3c3c3c3c3cull;	/* matches: a CMP_SWAP would swap */
 	pkt_build(&Z.pk[0], &Z.rng, &h, NULL, atomic ? 0 : len, Z.src, Z.ip);
+	XA.x = x;
+	XA.atomic = atomic;
+	XA.op = op;
+	XA.len = len;
+	XA.off = off;
 	pthread_mutex_lock(&g_live.lock);
 	Z.snap = g_live;
 	send_checked(C_ACCESS, &Z.pk[0]);
 	pthread_mutex_unlock(&g_live.lock);
-	/* a correct device NAKs it and X enters ERR; give it some time either way */
-	t0 = now_s();
-	while (state_of(x) != IBV_QPS_ERR && now_s() - t0 < 0.5)
-		usleep(2000);
-	g_fstats.access_checks++;
-	for (size_t i = 0; i < X_SIZE; i++) {
-		if (Z.xbuf[i] == 0x3c)
-			continue;
-		if (!g_fstats.access_violations++)
-			snprintf(g_fstats.first_access, sizeof(g_fstats.first_access),
-				 "%s of %u bytes at offset %llu reached MR X through QP X, whose "
-				 "access flags (%s) do not allow it (byte %zu changed; X %s)",
-				 atomic ? (op == OP_RC_FETCH_ADD ? "a FETCH_ADD" : "a CMP_SWAP") :
-				 "an RDMA WRITE", atomic ? 8 : len, (unsigned long long)off,
-				 atomic ? "REMOTE_WRITE|REMOTE_READ" : "REMOTE_READ|REMOTE_ATOMIC", i,
-				 state_of(x) == IBV_QPS_ERR ? "in ERR" : "not in ERR");
-		break;
+	XA.t0 = now_s();
+	XA.polled = 0;
+}
+
+/*
+ * While a probe or an access check is in flight, no other packet may reach P
+ * or X, or name MR X (a V or S request with its R_Key could write it): such a
+ * packet would change the outcome the check judges. Such packets are not sent
+ * (counted as "busy") and the class generates another.
+ */
+static int busy_target(const struct pkt *p)
+{
+	const uint8_t *t = p->b + BTH_OFF;
+	uint32_t qpn;
+	unsigned int m;
+
+	if (p->len < BTH_OFF + BTH_LEN)
+		return 0;
+	qpn = get24(t + 5);
+	if (PR.active && qpn == Z.pq->qp_num)
+		return 1;
+	if (!XA.x)
+		return 0;
+	if (qpn == XA.x->qp_num)
+		return 1;
+	m = op_mask(t[0]);
+	if (m & (H_RETH | H_ATOMIC)) {
+		size_t off = op_ext_off(t[0], m & H_RETH ? H_RETH : H_ATOMIC);
+
+		if (p->len >= BTH_OFF + off + 12 && get32(t + off + 8) == Z.xmr->rkey)
+			return 1;
 	}
-	reap();
-	if (ibv_destroy_qp(x))
-		fatal("ibv_destroy_qp (access check): %s", strerror(errno));
-	reap();
+	return 0;
 }
 
 void fuzz_print_probes(FILE *f)
@@ -1611,7 +1726,12 @@ static void remember(int cls, const struct pkt *p)
 	pthread_mutex_lock(&ring_lock);
 	ring[ring_n % RING].seq = g_fstats.sent;
 	ring[ring_n % RING].cls = cls;
-	ring[ring_n % RING].p = *p;
+	/* the packet's own bytes only, not the whole PKT_MAX buffer */
+	memcpy(ring[ring_n % RING].p.b, p->b, p->len < PKT_MAX ? p->len : PKT_MAX);
+	ring[ring_n % RING].p.len = p->len;
+	ring[ring_n % RING].p.bad_icrc = p->bad_icrc;
+	ring[ring_n % RING].p.frag = p->frag;
+	ring[ring_n % RING].p.eff_len = p->eff_len;
 	ring_n++;
 	pthread_mutex_unlock(&ring_lock);
 }
@@ -1725,6 +1845,8 @@ void *fuzz_thread(void *arg)
 
 		if (!(g_fstats.sent % 64))
 			housekeeping();
+		probe_poll(0);
+		access_poll(0);
 		if (!(g_fstats.sent % 97) && state_of(Z.v.qp) == IBV_QPS_RTS)
 			v_traffic();
 		if (g_fopts.probe_den && rng_chance(&Z.rng, 1, g_fopts.probe_den)) {
@@ -1754,19 +1876,26 @@ void *fuzz_thread(void *arg)
 
 				if (!safe_for_live(Z.pk[i].b, eff, Z.pk[i].bad_icrc, &Z.snap, &k))
 					unsafe = 1;
+				else if (!unsafe && busy_target(&Z.pk[i]))
+					unsafe = 2;
 			}
 			if (!unsafe)
 				break;
-			g_fstats.rejected++;
+			if (unsafe == 2)
+				g_fstats.busy++;
+			else
+				g_fstats.rejected++;
 			if (++tries > 50)
-				fatal("class %s: 50 packets in a row unsafe for the live pair",
-				      class_name[c]);
+				fatal("class %s: 50 packets in a row unsafe for the live pair "
+				      "(or for a probe in flight)", class_name[c]);
 		}
 		for (int i = 0; i < n; i++)
 			send_checked(c, &Z.pk[i]);
 		pthread_mutex_unlock(&g_live.lock);
 		pace(t0);
 	}
+	probe_poll(1);
+	access_poll(1);
 	housekeeping();
 	g_fstats.seconds = now_s() - t0;
 	g_fstats.done = 1;

@@ -30,6 +30,7 @@ struct fuzz_stats {
 	volatile uint64_t sent;
 	uint64_t per_class[NCLS];
 	uint64_t rejected;	/* generated, unsafe for the live pair, not sent */
+	uint64_t busy;		/* generated, aimed at a probe or access check in flight, not sent */
 	uint64_t kills;		/* sent inside a live window */
 	uint64_t foreign;	/* ... from a source address that is not the peer's */
 	uint64_t send_retries, send_errors;

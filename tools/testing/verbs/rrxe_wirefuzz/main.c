@@ -401,10 +401,12 @@ int main(int argc, char **argv)
 		       g_fopts.seconds, (uint64_t)g_fstats.sent, g_fopts.count);
 	printf("fuzz: %" PRIu64 " packets in %.1f s (%.0f/s), %" PRIu64
 	       " generated ones unsafe for the live pair and not sent, %" PRIu64
+	       " aimed at a probe or access check in flight and not sent, %" PRIu64
 	       " inside its window (%" PRIu64 " more from a foreign address), %" PRIu64
 	       " send retries, %" PRIu64 " send errors\n",
 	       (uint64_t)g_fstats.sent, g_fstats.seconds,
 	       g_fstats.seconds > 0 ? g_fstats.sent / g_fstats.seconds : 0, g_fstats.rejected,
+	       g_fstats.busy,
 	       g_fstats.kills, g_fstats.foreign, g_fstats.send_retries, g_fstats.send_errors);
 	printf("fuzz classes:");
 	for (int i = 0; i < NCLS; i++)
