@@ -156,7 +156,7 @@ td_proc_gone() {
 # DEVICE_REMOVAL); ib_write_bw may keep polling its dead CQ, but must die at SIGKILL
 # (nothing stuck in the kernel). Counts in TD_FATAL / TD_ERR.
 td_reap() {
-    local e pid name rc n
+    local e pid name rc n gone
     for e in $TD_XFER; do
         pid=${e%%:*} name=${e#*:} n=0
         while ! td_proc_gone "$pid"; do
@@ -181,11 +181,23 @@ td_reap() {
         grep -q 'IBV_EVENT_DEVICE_FATAL' "/tmp/$name.out" && TD_SAW_FATAL=$((TD_SAW_FATAL + 1))
         [ "$TD_CYCLE" = 1 ] && sed "s/^/  $name| /" "/tmp/$name.out" | tail -2
     done
+    # ib_write_bw: 5 s for all of them together to end on their own, then SIGKILL.
+    n=0
+    while [ $n -lt 25 ]; do
+        gone=1
+        for e in $TD_PERF; do td_proc_gone "${e%%:*}" || gone=; done
+        [ -n "$gone" ] && break
+        n=$((n + 1))
+        sleep 0.2
+    done
     for e in $TD_PERF; do
         pid=${e%%:*} name=${e#*:} n=0
-        while ! td_proc_gone "$pid" && [ $n -lt 25 ]; do n=$((n + 1)); sleep 0.2; done
-        td_proc_gone "$pid" || kill -9 "$pid" 2>/dev/null
-        n=0
+        if td_proc_gone "$pid"; then
+            TD_PERF_ENDED=$((TD_PERF_ENDED + 1))
+        else
+            TD_PERF_KILLED=$((TD_PERF_KILLED + 1))
+            kill -9 "$pid" 2>/dev/null
+        fi
         while ! td_proc_gone "$pid"; do
             n=$((n + 1))
             if [ $n -ge 50 ]; then
@@ -216,7 +228,7 @@ teardown_under_load() {
     TD_LIMIT=$(kernel_arg rrxe.teardown_limit 300)
     TD_CMD_TIMEOUT=$(kernel_arg rrxe.teardown_cmd_timeout 120)
     TD_ACK_TIMEOUT=$(kernel_arg rrxe.teardown_ack_timeout 18)
-    TD_FATAL=0 TD_ERR=0 TD_SAW_FATAL=0
+    TD_FATAL=0 TD_ERR=0 TD_SAW_FATAL=0 TD_PERF_ENDED=0 TD_PERF_KILLED=0
     log "$TD_CYCLES cycles of $remove under load ($TD_PAIRS rrxe_xfer pairs and ib_write_bw)"
     start=$(date +%s)
     for i in $(seq 1 "$TD_CYCLES"); do
@@ -240,7 +252,8 @@ teardown_under_load() {
             "$((t3 - t2))s, $recreate $((t4 - t3))s, cycle $((t4 - t0))s"
     done
     log "$TD_CYCLES cycles in $(( $(date +%s) - start ))s; rrxe_xfer endings: $TD_FATAL device gone," \
-        "$TD_ERR completion error; $TD_SAW_FATAL saw IBV_EVENT_DEVICE_FATAL"
+        "$TD_ERR completion error; $TD_SAW_FATAL saw IBV_EVENT_DEVICE_FATAL;" \
+        "ib_write_bw: $TD_PERF_ENDED ended on their own, $TD_PERF_KILLED killed"
     # The re-created device works.
     bg_start td-final-s timeout 150 rrxe_xfer -s -p 18700 -d rrxe0 -T "$TD_ACK_TIMEOUT" -t 120
     srv=$BG_PID
