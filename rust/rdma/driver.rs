@@ -946,6 +946,12 @@ impl<T: Driver> OpsTable<T> {
         })
     }
 
+    /// What an MR callback returns to ib_core: the region `f` made, or its
+    /// error as an error pointer.
+    fn mr_ptr(f: impl FnOnce() -> Result<*mut b::ib_mr>) -> *mut b::ib_mr {
+        f().unwrap_or_else(|e| e.to_ptr())
+    }
+
     /// The `ib_mr` ib_core gets back for a new region: allocated here (ib_core
     /// does not allocate MRs), with the driver's data and keys.
     fn boxed_mr(new: NewMr<T::Mr>) -> Result<*mut b::ib_mr> {
@@ -963,15 +969,11 @@ impl<T: Driver> OpsTable<T> {
     ///
     /// Only called by ib_core, as the `get_dma_mr` callback of a device of driver `T`.
     unsafe extern "C" fn get_dma_mr(pd: *mut b::ib_pd, access: c_int) -> *mut b::ib_mr {
-        let res = (|| -> Result<*mut b::ib_mr> {
+        Self::mr_ptr(|| {
             // SAFETY: ib_core passes a live PD.
             let pd = unsafe { Pd::<T>::from_raw(pd) };
             Self::boxed_mr(T::get_dma_mr(pd, access as u32)?)
-        })();
-        match res {
-            Ok(mr) => mr,
-            Err(e) => e.to_ptr(),
-        }
+        })
     }
 
     /// # Safety
@@ -982,15 +984,11 @@ impl<T: Driver> OpsTable<T> {
         mr_type: b::ib_mr_type,
         max_num_sg: u32,
     ) -> *mut b::ib_mr {
-        let res = (|| -> Result<*mut b::ib_mr> {
+        Self::mr_ptr(|| {
             // SAFETY: ib_core passes a live PD.
             let pd = unsafe { Pd::<T>::from_raw(pd) };
             Self::boxed_mr(T::alloc_mr(pd, mr_type, max_num_sg)?)
-        })();
-        match res {
-            Ok(mr) => mr,
-            Err(e) => e.to_ptr(),
-        }
+        })
     }
 
     /// # Safety
@@ -1208,7 +1206,7 @@ impl<T: Driver> OpsTable<T> {
         dmah: *mut b::ib_dmah,
         udata: *mut b::ib_udata,
     ) -> *mut b::ib_mr {
-        let res = (|| {
+        Self::mr_ptr(|| {
             if !dmah.is_null() {
                 return Err(EOPNOTSUPP);
             }
@@ -1222,11 +1220,7 @@ impl<T: Driver> OpsTable<T> {
                 access as u32,
                 &mut udata,
             )?)
-        })();
-        match res {
-            Ok(mr) => mr,
-            Err(e) => e.to_ptr(),
-        }
+        })
     }
 
     /// # Safety

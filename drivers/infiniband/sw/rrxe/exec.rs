@@ -25,6 +25,7 @@
 use crate::{
     datapath::Datapath,
     device::RrxeDev,
+    mem::PdMemory,
     net::skb::{SkBuff, SkbQueue},
     queue::{KernelSide, Queue},
     rc::Conn,
@@ -217,6 +218,11 @@ pub(crate) struct QpInfo {
 }
 
 impl QpCore {
+    /// Memory by key as this QP may use it (its PD's regions and windows).
+    pub(crate) fn memory(&self) -> PdMemory<'_> {
+        self.dp.regions.for_qp(self.info.pd, self.info.qpn)
+    }
+
     /// A QP in the RESET state.
     pub(crate) fn new(
         info: QpInfo,

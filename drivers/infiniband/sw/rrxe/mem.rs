@@ -494,8 +494,8 @@ impl PdMemory<'_> {
         } else {
             Some(self.binding(req)?)
         };
-        let done = w.lock().bind(req, binding, self.qpn);
-        done
+        let mut window = w.lock();
+        window.bind(req, binding, self.qpn)
     }
 
     /// What a bind of `[addr, addr + len)` of region `mr_key` would grant,

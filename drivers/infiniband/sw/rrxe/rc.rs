@@ -176,7 +176,7 @@ impl Conn {
             depth: 0,
             cur: None,
         };
-        let mut mem = staging.memory(core.dp.regions.for_qp(core.info.pd, core.info.qpn));
+        let mut mem = staging.memory(core.memory());
         let mut env = Env {
             now_us: now_us(),
             mem: &mut mem,
@@ -381,7 +381,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
                         },
                         Err(wr_id) => Err(wr_id),
                     };
-                    let mut mem = staging.memory(dp.regions.for_qp(core.info.pd, core.info.qpn));
+                    let mut mem = staging.memory(core.memory());
                     let mut env = env!(mem);
                     match wr {
                         Ok(wr) => {
@@ -394,7 +394,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
                     }
                 }
             }
-            let mut mem = staging.memory(dp.regions.for_qp(core.info.pd, core.info.qpn));
+            let mut mem = staging.memory(core.memory());
             let mut env = env!(mem);
             rc.on_packet(&mut env, pkt);
             if overflow.get() {
@@ -426,8 +426,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
                         if wr.op.is_atomic() && wr.sge.length > 8 {
                             wr.sge.length = 8;
                         }
-                        let mut mem =
-                            staging.memory(dp.regions.for_qp(core.info.pd, core.info.qpn));
+                        let mut mem = staging.memory(core.memory());
                         validate_send(&mut mem, &wr, rc.config().transport)
                             .map(|()| wr)
                             .map_err(|st| (wr, st))
@@ -436,7 +435,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
                 },
                 Err(bad) => Err((bad.placeholder(), WcStatus::LocQpOpErr)),
             };
-            let mut mem = staging.memory(dp.regions.for_qp(core.info.pd, core.info.qpn));
+            let mut mem = staging.memory(core.memory());
             let mut env = env!(mem);
             let failed = match checked {
                 Ok(wr) => rc
@@ -451,7 +450,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
             }
         }
     }
-    let mut mem = staging.memory(dp.regions.for_qp(core.info.pd, core.info.qpn));
+    let mut mem = staging.memory(core.memory());
     let mut env = env!(mem);
     let timer = core.timer_fired();
     if timer || rc.next_deadline().is_some_and(|d| d <= now) {

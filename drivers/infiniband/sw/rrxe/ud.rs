@@ -80,7 +80,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         recv_cq,
     };
     let dp = &core.dp;
-    let mut mem = dp.regions.for_qp(core.info.pd, core.info.qpn);
+    let mut mem = core.memory();
     let mut received = 0usize;
     while received < RX_BUDGET {
         let Some(skb) = core.next_packet() else { break };

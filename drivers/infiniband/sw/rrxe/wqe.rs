@@ -43,13 +43,12 @@ const ATOMIC_ARG: usize =
 const ATOMIC_SWAP: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, swap);
 const ATOMIC_RKEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, rkey);
 /// The `mw` member: a window bind.
-const MW: usize = UNION;
-const MW_ADDR: usize = MW + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, addr);
-const MW_LENGTH: usize = MW + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, length);
-const MW_MR_LKEY: usize = MW + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, mr_lkey);
-const MW_MW_RKEY: usize = MW + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, mw_rkey);
-const MW_RKEY: usize = MW + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, rkey);
-const MW_ACCESS: usize = MW + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, access);
+const MW_ADDR: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, addr);
+const MW_LENGTH: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, length);
+const MW_MR_LKEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, mr_lkey);
+const MW_MW_RKEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, mw_rkey);
+const MW_RKEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, rkey);
+const MW_ACCESS: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, access);
 /// The kernel-only `reg` member: a fast registration's key and access.
 const REG_KEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_6, key);
 const REG_ACCESS: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_6, access);

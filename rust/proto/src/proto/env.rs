@@ -118,7 +118,7 @@ pub trait MemoryAccess {
         Ok(())
     }
     /// Execute a local operation of the send queue (fast registration,
-    /// local invalidation). The default refuses it.
+    /// local invalidation, a window bind). The default refuses it.
     fn local(&mut self, op: LocalOp) -> Result<(), MemError> {
         let _ = op;
         Err(MemError::BadKey)

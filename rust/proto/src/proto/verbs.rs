@@ -118,7 +118,8 @@ pub enum WrOp {
 }
 
 /// A send queue operation that changes a memory key of the requester's own
-/// side and sends nothing (the fast-registration work requests).
+/// side and sends nothing (fast registration, local invalidation, window
+/// binds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LocalOp {
     /// Fast registration (`IB_WR_REG_MR`): the region whose index `key`
