@@ -8,12 +8,4 @@
 # timeout: 180
 . "$RRXE_LIB"
 
-command -v rrxe_verbs >/dev/null || fail "rrxe_verbs not on PATH: run tools/testing/verbs/build.sh"
-load_rrxe rrxe0
-gid=$(gid_index rrxe0 ipv4) || fail "no RoCE v2 IPv4 GID"
-log "+ rrxe_verbs -v -d rrxe0 -g $gid datapath"
-timeout 150 rrxe_verbs -v -d rrxe0 -g "$gid" datapath
-rc=$?
-show_counters rrxe0
-dmesg | grep -i rrxe | tail -40 | sed 's/^/  dmesg| /'
-[ $rc = 0 ] || fail "rrxe_verbs rc=$rc"
+rrxe_verbs_cases datapath

@@ -111,6 +111,22 @@ load_interop() {
     fi
 }
 
+# rrxe_verbs_cases CASE|GROUP...: rrxe as rrxe0, then the rrxe_verbs program's cases or
+# groups named (150 s at most) on its IPv4 RoCE v2 GID; shows the port counters and rrxe's
+# kernel messages, and fails if a case failed.
+rrxe_verbs_cases() {
+    local gid rc
+    command -v rrxe_verbs >/dev/null || fail "rrxe_verbs not on PATH: run tools/testing/verbs/build.sh"
+    load_rrxe rrxe0
+    gid=$(gid_index rrxe0 ipv4) || fail "no RoCE v2 IPv4 GID"
+    log "+ rrxe_verbs -v -d rrxe0 -g $gid $*"
+    timeout 150 rrxe_verbs -v -d rrxe0 -g "$gid" "$@"
+    rc=$?
+    show_counters rrxe0
+    dmesg | grep -i rrxe | tail -40 | sed 's/^/  dmesg| /'
+    [ $rc = 0 ] || fail "rrxe_verbs $* rc=$rc"
+}
+
 # gid_index DEV [ipv4|ipv6]: print the GID table index of the RoCE v2 GID for
 # eth0's IPv4 (default) or global IPv6 address. Waits up to 10 s for the GID table.
 gid_index() {
