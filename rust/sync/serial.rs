@@ -8,8 +8,10 @@
 //! delivers locally. Each wants the QP's engine to run once more, but it
 //! does not matter which of them runs it, only that it runs after the kick.
 //! [`Serial`] gives exactly that without ever spinning or sleeping on the
-//! fast path: [`Serial::run`] either becomes the owner and runs, or finds an
-//! owner at work and asks it to run once more before it lets go. Verbs that
+//! fast path: [`Serial::enter_or_ask`] either becomes the owner, or finds an
+//! owner at work and asks it to run once more; [`Owner::leave`] tells the
+//! owner whether it was asked. How many runs an owner serves before it hands
+//! the rest to someone else is the user's policy. Verbs that
 //! must change the data at a given point (a state transition, destroying the
 //! QP) wait for the owner with [`Serial::enter_wait`].
 //!
@@ -102,34 +104,19 @@ impl<T> Serial<T> {
         }
     }
 
-    /// Waits to become the owner (as [`Serial::enter_wait`]), runs `f`, and
-    /// then runs `serve` for every run other contexts asked for meanwhile.
-    pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R, mut serve: impl FnMut(&mut T)) -> R {
+    /// Waits to become the owner (as [`Serial::enter_wait`]), runs `f` and
+    /// lets go. Also returns whether other contexts asked for a run
+    /// meanwhile: that run is then the caller's to arrange. It is not served
+    /// here, so a verb is never held in a loop of runs other contexts keep
+    /// asking for.
+    pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> (R, bool) {
         let mut owner = self.enter_wait();
         let r = f(&mut owner);
-        loop {
-            match owner.leave() {
-                Ok(()) => return r,
-                Err(again) => {
-                    owner = again;
-                    serve(&mut owner);
-                }
-            }
-        }
-    }
-
-    /// Runs `f` as the owner for as long as other contexts keep asking for
-    /// another run; if another context owns the data, asks it for one more
-    /// run instead and returns at once.
-    pub fn run(&self, mut f: impl FnMut(&mut T)) {
-        let Some(mut owner) = self.enter_or_ask() else {
-            return;
-        };
-        loop {
-            f(&mut owner);
-            match owner.leave() {
-                Ok(()) => return,
-                Err(again) => owner = again,
+        match owner.leave() {
+            Ok(()) => (r, false),
+            Err(again) => {
+                drop(again);
+                (r, true)
             }
         }
     }

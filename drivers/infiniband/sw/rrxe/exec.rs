@@ -10,8 +10,10 @@
 //! over, kernel posts). The kicking context runs the QP at once if no other
 //! context is running it; otherwise it leaves a request and the running
 //! context serves the QP once more before it lets go ([`Serial`]). A run is
-//! bounded (packets received, packets sent); what is left goes to the QP's
-//! work item, so one busy QP cannot hold a CPU.
+//! bounded (packets received, packets sent), and so is the number of runs
+//! one context serves in a row; what is left goes to the QP's work item, so
+//! one busy QP, or two local QPs that keep kicking each other, cannot hold a
+//! CPU.
 //!
 //! A run holds the RCU read lock: memory regions are only deregistered
 //! after a grace period (see [`crate::mem`]). It never sleeps.
@@ -56,6 +58,13 @@ use kernel::{
 /// A QP run nested in another's (by local delivery) runs inline only this
 /// deep; deeper ones are left to the work item.
 const MAX_INLINE_DEPTH: u8 = 1;
+
+/// A context that runs a QP serves this many runs in a row at most; runs
+/// asked for after that go to the QP's work item. Two QPs of one device
+/// that keep feeding each other (each run delivers packets that ask the
+/// other for a run) would otherwise hold the CPU, and the RCU read lock, for
+/// as long as their traffic lasts.
+const MAX_RUNS: u32 = 4;
 
 /// The module's workqueue for QP work items.
 pub(crate) static QUEUE: crate::sync::global::Global<crate::sync::workqueue::OwnedQueue> =
@@ -293,13 +302,17 @@ impl QpCore {
             drop(owner);
             return Self::kick_later(this);
         }
-        loop {
+        for _ in 0..MAX_RUNS {
             Self::serve(this, &mut owner, depth);
             match owner.leave() {
                 Ok(()) => return,
                 Err(again) => owner = again,
             }
         }
+        // Still asked: the work item serves that run, after the workqueue
+        // has let others have the CPU.
+        drop(owner);
+        Self::kick_later(this);
     }
 
     /// Runs the QP soon, from its work item (in process context).

@@ -173,12 +173,6 @@ pub(crate) fn take_recv(
     got
 }
 
-/// Serves the runs other contexts asked for while a verb had the QP.
-fn serve_asked(core: &Arc<QpCore>, live: &mut Option<Live>) {
-    let _rcu = kernel::sync::rcu::read_lock();
-    QpCore::serve(core, live, 0);
-}
-
 impl Qp {
     /// Creates a QP with its rings mapped into the caller.
     #[allow(clippy::too_many_arguments)]
@@ -361,13 +355,14 @@ impl Qp {
             return Err(EINVAL);
         }
         let core = &self.core;
-        core.exec.with(
-            |st| {
-                let st = Option::as_mut(st).ok_or(EINVAL)?;
-                self.apply(st, attr, mask, sgid)
-            },
-            |st| serve_asked(core, st),
-        )
+        let (r, asked) = core.exec.with(|st| {
+            let st = Option::as_mut(st).ok_or(EINVAL)?;
+            self.apply(st, attr, mask, sgid)
+        });
+        if asked {
+            QpCore::kick(core, 0);
+        }
+        r
     }
 
     /// Applies validated attributes (the QP is ours: no run meanwhile).
@@ -647,10 +642,12 @@ impl Qp {
     /// Reports the attributes (`query_qp`).
     pub(crate) fn query(&self, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_init_attr) {
         let core = &self.core;
-        let found = core.exec.with(
-            |st| Option::as_ref(st).map(|live| live.attrs.0),
-            |st| serve_asked(core, st),
-        );
+        let (found, asked) = core
+            .exec
+            .with(|st| Option::as_ref(st).map(|live| live.attrs.0));
+        if asked {
+            QpCore::kick(core, 0);
+        }
         if let Some(a) = found {
             *attr = a;
         }
