@@ -21,6 +21,13 @@ const B_RECV: (u32, u64) = (0x23, 0x60_0000);
 const REGION: usize = 64 * 1024;
 const RECV_SLOT: u32 = 1024;
 const MAX_STEPS: u64 = 400_000;
+/// 5% loss and duplication, 1% corruption, reordering.
+const LOSSY: Faults = Faults {
+    loss: 50_000,
+    dup: 50_000,
+    corrupt: 10_000,
+    jitter_us: 50,
+};
 
 #[derive(Debug, Clone, Copy)]
 enum Expect {
@@ -921,12 +928,7 @@ fn duplicate_read_restarts_response() {
 #[test]
 fn atomic_write_exactly_once() {
     for seed in 0..40 {
-        let faults = Faults {
-            loss: 50_000,
-            dup: 50_000,
-            corrupt: 10_000,
-            jitter_us: 50,
-        };
+        let faults = LOSSY;
         let mut sim = pair(seed, faults, |_| {});
         sim.nodes[1]
             .mem
@@ -1001,6 +1003,148 @@ fn atomic_write_exactly_once() {
         sim.nodes[1].mem.slice(B_ATOMIC.0, B_ATOMIC.1, 16),
         vec![0; 16]
     );
+}
+
+/// An RDMA FLUSH work request for B's write region.
+fn flush_wr(id: u64, placement: u8, selectivity: u8, va: u64, len: u32) -> SendWr {
+    let mut w = send(id, 0);
+    w.op = WrOp::Flush {
+        placement,
+        selectivity,
+    };
+    w.sge = Sge::default();
+    w.sge.length = len;
+    w.remote_addr = va;
+    w.rkey = B_WRITE.0;
+    w
+}
+
+/// RDMA FLUSH over a lossy link, after and between RDMA WRITEs: each one
+/// completes (IB_WC_FLUSH, the length as its byte count), in order, and is
+/// executed once: a duplicate or a retransmission is answered from the
+/// responder's history. Of a range and of the whole region.
+#[test]
+fn flush_completes_once() {
+    for seed in 0..40 {
+        let faults = LOSSY;
+        let mut sim = pair(seed, faults, |c| c.max_rd_atomic = 1 + (seed % 3) as u8);
+        let mut n = 0;
+        for i in 0..3u64 {
+            let mut w = send(n, 512);
+            w.op = WrOp::Write;
+            w.remote_addr = B_WRITE.1 + i * 512;
+            w.rkey = B_WRITE.0;
+            post(&mut sim, 0, w);
+            let sel = (i % 2) as u8;
+            let global = FethRepr::GLOBAL;
+            post(&mut sim, 0, flush_wr(n + 1, global, sel, B_WRITE.1, 2048));
+            n += 2;
+        }
+        run_until_quiet(&mut sim);
+        assert_eq!(
+            statuses(&sim, 0, false),
+            [WcStatus::Success; 6],
+            "seed {seed}"
+        );
+        let flushes: Vec<_> = sim.nodes[0].cq.send.iter().skip(1).step_by(2).collect();
+        assert!(flushes
+            .iter()
+            .all(|w| w.opcode == WcOpcode::Flush && w.byte_len == 2048));
+        assert_eq!(sim.nodes[1].mem.flushes_executed, 3, "seed {seed}");
+        assert_eq!(
+            sim.nodes[1].mem.slice(B_WRITE.0, B_WRITE.1, 1536),
+            vec![7; 1536]
+        );
+    }
+}
+
+/// A FLUSH whose response is lost is retransmitted; the responder answers
+/// it from its history and does not flush again.
+#[test]
+fn flush_duplicate_answered_from_history() {
+    let mut sim = pair(0, Faults::default(), |_| {});
+    post(
+        &mut sim,
+        0,
+        flush_wr(0, FethRepr::GLOBAL, FethRepr::RANGE, B_WRITE.1, 64),
+    );
+    sim.cut[1] = true;
+    while sim.nodes[0].qp.counters().retries < 1 {
+        assert!(sim.step());
+    }
+    sim.cut[1] = false;
+    run_until_quiet(&mut sim);
+    assert_eq!(statuses(&sim, 0, false), [WcStatus::Success]);
+    assert_eq!(sim.nodes[1].mem.flushes_executed, 1);
+    assert!(sim.nodes[1].qp.counters().duplicates >= 1);
+}
+
+/// What the responder refuses, as rxe does: a placement the QP does not
+/// allow is an invalid request; a region without FLUSH access, a range
+/// beyond the region, or persistence no memory offers, a remote access
+/// error. The whole region is flushed without looking at the range.
+#[test]
+fn flush_refusals() {
+    let run = |tweak: &dyn Fn(&mut Sim), wr: SendWr| {
+        let mut sim = pair(0, Faults::default(), |_| {});
+        tweak(&mut sim);
+        post(&mut sim, 0, wr);
+        run_until_quiet(&mut sim);
+        let wc = sim.nodes[0].cq.send[0];
+        assert_eq!(wc.opcode, WcOpcode::Flush);
+        (wc.status, sim.nodes[1].mem.flushes_executed)
+    };
+    let (g, range, whole) = (FethRepr::GLOBAL, FethRepr::RANGE, FethRepr::REGION);
+    let none = |_: &mut Sim| {};
+    let no_qp_flush = |sim: &mut Sim| {
+        sim.nodes[1].qp.set_remote_access(RemoteAccess {
+            flush_global: false,
+            ..RemoteAccess::ALL
+        })
+    };
+    let no_mr_flush = |sim: &mut Sim| {
+        for r in &mut sim.nodes[1].mem.regions {
+            r.flush = false;
+        }
+    };
+    let end = B_WRITE.1 + 4096;
+    use WcStatus::*;
+    assert_eq!(
+        run(&none, flush_wr(0, g, range, end - 64, 64)),
+        (Success, 1)
+    );
+    assert_eq!(run(&none, flush_wr(0, g, range, end, 0)), (Success, 1));
+    assert_eq!(
+        run(&none, flush_wr(0, g, range, end - 64, 65)),
+        (RemAccessErr, 0)
+    );
+    assert_eq!(run(&none, flush_wr(0, g, whole, 0, u32::MAX)), (Success, 1));
+    assert_eq!(
+        run(&no_qp_flush, flush_wr(0, g, range, B_WRITE.1, 8)),
+        (RemInvReqErr, 0)
+    );
+    assert_eq!(
+        run(&no_mr_flush, flush_wr(0, g, whole, B_WRITE.1, 8)),
+        (RemAccessErr, 0)
+    );
+    let p = FethRepr::PERSISTENT;
+    assert_eq!(
+        run(&none, flush_wr(0, p, range, B_WRITE.1, 8)),
+        (RemAccessErr, 0)
+    );
+    let mut wr = flush_wr(0, g, range, B_WRITE.1, 8);
+    wr.rkey = 0x99;
+    assert_eq!(run(&none, wr), (RemAccessErr, 0));
+}
+
+/// FLUSH is an RC operation: a UC QP refuses the work request.
+#[test]
+fn flush_not_on_uc() {
+    let mut sim = pair(0, Faults::default(), |c| c.transport = Transport::Uc);
+    let now = sim.now;
+    let wr = flush_wr(0, FethRepr::GLOBAL, FethRepr::RANGE, B_WRITE.1, 8);
+    let r = sim.nodes[0].with(now, |qp, env| qp.post_send(env, wr));
+    assert_eq!(r, Err(QpError::InvalidWr));
 }
 
 // ---- Local operations (fast registration, local invalidation) ----

@@ -99,6 +99,13 @@ fn headers() -> impl Strategy<Value = (Headers, Vec<u8>)> {
             if has(mask::IETH) {
                 h.ieth = Some(misc.0);
             }
+            if has(mask::FETH) {
+                let [.., a, b] = misc.1.to_be_bytes();
+                h.feth = Some(FethRepr {
+                    placement: a & 0xf,
+                    selectivity: b & 3,
+                });
+            }
             let payload = if has(mask::PAYLOAD) {
                 payload
             } else {
@@ -121,6 +128,7 @@ proptest! {
         roundtrip(headers::AtomicAckRepr(r.3));
         roundtrip(ImmDtRepr(r.1));
         roundtrip(IethRepr(r.2));
+        roundtrip(FethRepr { placement: (r.1 & 0xf) as u8, selectivity: (r.2 & 3) as u8 });
     }
 
     #[test]

@@ -18,6 +18,30 @@ pub enum Access {
     RemoteWrite,
     /// Remote atomic through an rkey.
     RemoteAtomic,
+    /// RDMA FLUSH through an rkey: the region must grant every placement
+    /// asked for (`IB_ACCESS_FLUSH_GLOBAL`, `IB_ACCESS_FLUSH_PERSISTENT`).
+    Flush(Placement),
+}
+
+/// What a FLUSH asks to be done with the data written before it: the
+/// placement type bits of its FETH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Placement {
+    /// Make it globally visible (`IB_FLUSH_GLOBAL`).
+    pub global: bool,
+    /// Make it persistent (`IB_FLUSH_PERSISTENT`).
+    pub persistent: bool,
+}
+
+impl Placement {
+    /// The placement named by a FETH's placement type bits (the reserved
+    /// ones ignored, as rxe does).
+    pub const fn from_bits(bits: u8) -> Self {
+        Placement {
+            global: bits & crate::proto::headers::FethRepr::GLOBAL != 0,
+            persistent: bits & crate::proto::headers::FethRepr::PERSISTENT != 0,
+        }
+    }
 }
 
 /// Why a memory access failed.
@@ -111,6 +135,20 @@ pub trait MemoryAccess {
             off = off.saturating_add(n);
         }
         Ok(())
+    }
+    /// RDMA FLUSH: check that `rkey` grants [`Access::Flush`] of
+    /// `placement` and, if `range` is given (`IB_FLUSH_RANGE`), that the
+    /// bytes `[va, va + len)` lie in the memory it names (with `None`, the
+    /// whole region is flushed and no range is checked); then make what
+    /// was written there reach that placement. The default refuses it.
+    fn flush(
+        &mut self,
+        rkey: u32,
+        range: Option<(u64, u32)>,
+        placement: Placement,
+    ) -> Result<(), MemError> {
+        let _ = (rkey, range, placement);
+        Err(MemError::AccessDenied)
     }
     /// Invalidate `rkey` (SEND_WITH_INV). The default does nothing.
     fn invalidate(&mut self, rkey: u32) -> Result<(), MemError> {

@@ -247,6 +247,58 @@ impl HeaderRepr for RethRepr {
 }
 
 header_view!(
+    /// FLUSH Extended Transport Header (4 bytes): one big-endian word whose
+    /// bits 3-0 are the placement type and bits 5-4 the selectivity level;
+    /// the other bits are reserved.
+    Feth,
+    4
+);
+header_fields!(Feth {
+    /// The whole word.
+    word / set_word: u32 = 0;
+});
+
+/// High-level representation of a FETH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FethRepr {
+    /// Placement type: bit 0 global visibility, bit 1 persistence
+    /// (`IB_FLUSH_GLOBAL`, `IB_FLUSH_PERSISTENT`); four bits.
+    pub placement: u8,
+    /// Selectivity level: [`FethRepr::RANGE`] or [`FethRepr::REGION`]; two
+    /// bits.
+    pub selectivity: u8,
+}
+
+impl FethRepr {
+    /// Placement type bit: make the data globally visible.
+    pub const GLOBAL: u8 = 1;
+    /// Placement type bit: make the data persistent.
+    pub const PERSISTENT: u8 = 2;
+    /// Selectivity: the RETH's range (`IB_FLUSH_RANGE`).
+    pub const RANGE: u8 = 0;
+    /// Selectivity: the whole region the R_Key names (`IB_FLUSH_MR`).
+    pub const REGION: u8 = 1;
+}
+
+impl HeaderRepr for FethRepr {
+    const LEN: usize = 4;
+    fn parse(buf: &[u8]) -> Result<Self, ParseError> {
+        let w = Feth::new_checked(buf)?.word();
+        let [.., low] = w.to_be_bytes();
+        Ok(FethRepr {
+            placement: low & 0xf,
+            selectivity: low >> 4 & 3,
+        })
+    }
+    fn emit(&self, buf: &mut [u8]) -> Result<(), ParseError> {
+        let mut h = Feth::new_checked(buf)?;
+        let low = (self.placement & 0xf) | (self.selectivity & 3) << 4;
+        h.set_word(u32::from(low));
+        Ok(())
+    }
+}
+
+header_view!(
     /// ACK Extended Transport Header (4 bytes).
     Aeth,
     4

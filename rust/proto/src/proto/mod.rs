@@ -39,9 +39,10 @@ pub mod psn;
 pub mod qp;
 pub mod verbs;
 
-pub use env::{Access, AtomicOp, CompletionSink, Env, MemError, MemoryAccess, TxSink};
+pub use env::{Access, AtomicOp, CompletionSink, Env, MemError, MemoryAccess, Placement, TxSink};
 pub use headers::{
-    AethRepr, AtomicEthRepr, BthRepr, DethRepr, IethRepr, ImmDtRepr, RethRepr, ROCE_V2_PORT,
+    AethRepr, AtomicEthRepr, BthRepr, DethRepr, FethRepr, IethRepr, ImmDtRepr, RethRepr,
+    ROCE_V2_PORT,
 };
 pub use icrc::{Crc32, IcrcError, IpHeader, SoftCrc32};
 pub use opcode::{opcode_info, OpcodeInfo, Transport};

@@ -44,6 +44,10 @@ pub mod mask {
     pub const END: u32 = 1 << 18;
     /// RDMA ATOMIC WRITE (an 8-byte payload stored as one word).
     pub const ATOMIC_WRITE: u32 = 1 << 19;
+    /// RDMA FLUSH (no payload; answered like an ATOMIC WRITE).
+    pub const FLUSH: u32 = 1 << 20;
+    /// FLUSH ETH follows (before the RETH).
+    pub const FETH: u32 = 1 << 21;
 }
 
 use mask::*;
@@ -96,6 +100,8 @@ impl Transport {
 pub enum ExtHeader {
     /// Datagram ETH.
     Deth,
+    /// FLUSH ETH (placement type and selectivity level).
+    Feth,
     /// RDMA ETH.
     Reth,
     /// Atomic ETH.
@@ -112,8 +118,9 @@ pub enum ExtHeader {
 
 impl ExtHeader {
     /// All extension headers in the order they appear on the wire.
-    pub const ORDER: [ExtHeader; 7] = [
+    pub const ORDER: [ExtHeader; 8] = [
         ExtHeader::Deth,
+        ExtHeader::Feth,
         ExtHeader::Reth,
         ExtHeader::AtomicEth,
         ExtHeader::Aeth,
@@ -126,6 +133,7 @@ impl ExtHeader {
     pub const fn mask(self) -> u32 {
         match self {
             ExtHeader::Deth => DETH,
+            ExtHeader::Feth => FETH,
             ExtHeader::Reth => RETH,
             ExtHeader::AtomicEth => ATMETH,
             ExtHeader::Aeth => AETH,
@@ -139,6 +147,7 @@ impl ExtHeader {
     pub const fn wire_len(self) -> usize {
         match self {
             ExtHeader::Deth => 8,
+            ExtHeader::Feth => 4,
             ExtHeader::Reth => 16,
             ExtHeader::AtomicEth => 28,
             ExtHeader::Aeth => 4,
@@ -254,7 +263,7 @@ const WRITE_ONLY_IMM: u32 = WRITE_ONLY | IMMDT | RWR | COMP;
 const READ_RESP_START: u32 = ACK | READ | PAYLOAD | START;
 
 /// Every opcode this core understands.
-pub static OPCODES: [OpcodeInfo; 38] = [
+pub static OPCODES: [OpcodeInfo; 39] = [
     OpcodeInfo::new(0x00, "RC_SEND_FIRST", SEND_FIRST),
     OpcodeInfo::new(0x01, "RC_SEND_MIDDLE", SEND_MIDDLE),
     OpcodeInfo::new(0x02, "RC_SEND_LAST", SEND_LAST),
@@ -298,6 +307,7 @@ pub static OPCODES: [OpcodeInfo; 38] = [
     OpcodeInfo::new(0x14, "RC_FETCH_ADD", REQ | ATOMIC | ATMETH | START | END),
     OpcodeInfo::new(0x16, "RC_SEND_LAST_WITH_INVALIDATE", SEND_LAST | IETH),
     OpcodeInfo::new(0x17, "RC_SEND_ONLY_WITH_INVALIDATE", SEND_ONLY | IETH),
+    OpcodeInfo::new(0x1c, "RC_FLUSH", REQ | FLUSH | FETH | RETH | START | END),
     OpcodeInfo::new(
         0x1d,
         "RC_ATOMIC_WRITE",
@@ -339,7 +349,7 @@ const fn build_index() -> [u8; 256] {
 static INDEX: [u8; 256] = build_index();
 
 /// Look up an opcode; `None` for opcodes this core does not handle
-/// (RD, CNP, FLUSH, vendor opcodes).
+/// (RD, CNP, vendor opcodes).
 pub fn opcode_info(opcode: u8) -> Option<&'static OpcodeInfo> {
     let idx = *INDEX.get(usize::from(opcode))?;
     OPCODES.get(usize::from(idx))
@@ -369,6 +379,7 @@ pub mod rc {
     pub const ATOMIC_ACKNOWLEDGE: u8 = 0x12;
     pub const COMPARE_SWAP: u8 = 0x13;
     pub const FETCH_ADD: u8 = 0x14;
+    pub const FLUSH: u8 = 0x1c;
     pub const ATOMIC_WRITE: u8 = 0x1d;
     pub const SEND_LAST_WITH_INVALIDATE: u8 = 0x16;
     pub const SEND_ONLY_WITH_INVALIDATE: u8 = 0x17;
@@ -414,6 +425,7 @@ mod tests {
         assert_eq!(len(rc::COMPARE_SWAP), Some(40));
         assert_eq!(len(rc::SEND_ONLY_WITH_INVALIDATE), Some(16));
         assert_eq!(len(ud::SEND_ONLY_WITH_IMMEDIATE), Some(24));
+        assert_eq!(len(rc::FLUSH), Some(32));
         assert_eq!(len(0x15), None);
         assert_eq!(len(0x2c), None);
         assert_eq!(len(0x81), None);
@@ -429,6 +441,11 @@ mod tests {
         let i = opcode_info(rc::ATOMIC_ACKNOWLEDGE).unwrap();
         assert_eq!(i.offset(ExtHeader::AtomicAckEth), Some(16));
         assert!(i.is_only() && i.is_response());
+        // FETH comes right after the BTH, the RETH after it.
+        let i = opcode_info(rc::FLUSH).unwrap();
+        assert_eq!(i.offset(ExtHeader::Feth), Some(12));
+        assert_eq!(i.offset(ExtHeader::Reth), Some(16));
+        assert!(i.is_only() && i.is_request() && !i.has(PAYLOAD));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! (BTH through ICRC).
 
 use crate::proto::headers::{
-    AethRepr, AtomicAckRepr, AtomicEthRepr, BthRepr, DethRepr, IethRepr, ImmDtRepr, RethRepr,
+    AethRepr, AtomicAckRepr, AtomicEthRepr, BthRepr, DethRepr, FethRepr, IethRepr, ImmDtRepr,
+    RethRepr,
 };
 use crate::proto::opcode::{mask, opcode_info, ExtHeader, OpcodeInfo, ICRC_LEN};
 use crate::proto::payload::Payload;
@@ -78,7 +79,9 @@ pub struct Headers {
     pub bth: BthRepr,
     /// DETH (UD).
     pub deth: Option<DethRepr>,
-    /// RETH (RDMA WRITE first/only, READ request).
+    /// FETH (FLUSH).
+    pub feth: Option<FethRepr>,
+    /// RETH (RDMA WRITE first/only, READ request, ATOMIC WRITE, FLUSH).
     pub reth: Option<RethRepr>,
     /// AtomicETH (CMP_SWP, FETCH_ADD).
     pub atomic: Option<AtomicEthRepr>,
@@ -121,6 +124,7 @@ impl Headers {
     fn present_mask(&self) -> u32 {
         let bit = |present: bool, m: u32| if present { m } else { 0 };
         bit(self.deth.is_some(), mask::DETH)
+            | bit(self.feth.is_some(), mask::FETH)
             | bit(self.reth.is_some(), mask::RETH)
             | bit(self.atomic.is_some(), mask::ATMETH)
             | bit(self.aeth.is_some(), mask::AETH)
@@ -132,6 +136,7 @@ impl Headers {
     fn checked_info(&self, payload_len: usize) -> Result<&'static OpcodeInfo, EmitError> {
         let info = opcode_info(self.bth.opcode).ok_or(EmitError::UnknownOpcode)?;
         let ext = mask::DETH
+            | mask::FETH
             | mask::RETH
             | mask::ATMETH
             | mask::AETH
@@ -172,6 +177,7 @@ impl Headers {
             let b = buf.get_mut(off..).ok_or(EmitError::BufferTooSmall)?;
             let r = match h {
                 ExtHeader::Deth => self.deth.map(|x| x.emit(b)),
+                ExtHeader::Feth => self.feth.map(|x| x.emit(b)),
                 ExtHeader::Reth => self.reth.map(|x| x.emit(b)),
                 ExtHeader::AtomicEth => self.atomic.map(|x| x.emit(b)),
                 ExtHeader::Aeth => self.aeth.map(|x| x.emit(b)),
@@ -266,6 +272,7 @@ pub fn parse_payload(udp_payload: Payload<'_>) -> Result<Packet<'_>, ParseError>
         let b = buf.get(off..).ok_or(ParseError::Truncated)?;
         match h {
             ExtHeader::Deth => hdr.deth = Some(DethRepr::parse(b)?),
+            ExtHeader::Feth => hdr.feth = Some(FethRepr::parse(b)?),
             ExtHeader::Reth => hdr.reth = Some(RethRepr::parse(b)?),
             ExtHeader::AtomicEth => hdr.atomic = Some(AtomicEthRepr::parse(b)?),
             ExtHeader::Aeth => hdr.aeth = Some(AethRepr::parse(b)?),
@@ -321,6 +328,47 @@ mod tests {
         assert_eq!(p.hdr.reth, h.reth);
         assert_eq!(p.hdr.imm, Some(0xdeadbeef));
         assert_eq!(p.icrc, [0; 4]);
+    }
+
+    #[test]
+    fn flush_headers() {
+        let mut h = Headers::new(bth(rc::FLUSH));
+        h.feth = Some(FethRepr {
+            placement: FethRepr::GLOBAL,
+            selectivity: FethRepr::REGION,
+        });
+        h.reth = Some(RethRepr {
+            va: 0x1000,
+            rkey: 0x1234,
+            len: 64,
+        });
+        let mut buf = [0xaau8; 64];
+        let len = h.packet_len(0).unwrap();
+        assert_eq!(len, 12 + 4 + 16 + 4);
+        h.emit(&mut buf, 0).unwrap();
+        // FETH right after the BTH: placement in bits 3-0, selectivity in
+        // bits 5-4 of its last byte; then the RETH.
+        assert_eq!(buf[12..16], [0, 0, 0, 0x11]);
+        assert_eq!(buf[16..24], 0x1000u64.to_be_bytes());
+        let p = parse(&buf[..len]).unwrap();
+        assert_eq!(p.hdr.feth, h.feth);
+        assert_eq!(p.hdr.reth, h.reth);
+        // Reserved bits are ignored.
+        buf[12] = 0xff;
+        buf[15] = 0xc2;
+        let p = parse(&buf[..len]).unwrap();
+        assert_eq!(
+            p.hdr.feth,
+            Some(FethRepr {
+                placement: FethRepr::PERSISTENT,
+                selectivity: 0,
+            })
+        );
+        // A FLUSH has no payload.
+        assert_eq!(h.emit(&mut buf, 4), Err(EmitError::BadPayload));
+        let mut no_feth = h;
+        no_feth.feth = None;
+        assert_eq!(no_feth.emit(&mut buf, 0), Err(EmitError::HeaderMismatch));
     }
 
     #[test]

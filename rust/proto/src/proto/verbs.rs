@@ -69,6 +69,8 @@ pub enum WcOpcode {
     BindMw = 5,
     /// IB_WC_LOCAL_INV.
     LocalInv = 6,
+    /// IB_WC_FLUSH.
+    Flush = 8,
     /// IB_WC_ATOMIC_WRITE.
     AtomicWrite = 9,
     /// IB_WC_REG_MR.
@@ -111,6 +113,16 @@ pub enum WrOp {
     AtomicWrite {
         /// The bytes, as the consumer gave them.
         value: [u8; 8],
+    },
+    /// RDMA FLUSH of remote memory: `remote_addr`, `rkey` and, as the
+    /// length, the work request's `sge.length` (there is no local buffer;
+    /// librxe keeps the length where the gather list's total would be).
+    /// One request packet, answered like an RDMA READ.
+    Flush {
+        /// Placement type bits (`IB_FLUSH_GLOBAL`, `IB_FLUSH_PERSISTENT`).
+        placement: u8,
+        /// Selectivity level (`IB_FLUSH_RANGE` or `IB_FLUSH_MR`).
+        selectivity: u8,
     },
     /// A local operation on the QP's own memory keys: no packets; it runs
     /// when the requester reaches it and completes in queue order.
@@ -169,13 +181,23 @@ impl LocalOp {
 }
 
 impl WrOp {
-    /// True for RDMA READ, the atomics and ATOMIC WRITE (they need
+    /// True for RDMA READ, the atomics, ATOMIC WRITE and FLUSH (they need
     /// responder resources and are answered by a response of their own).
     pub const fn is_read_or_atomic(self) -> bool {
         matches!(
             self,
-            WrOp::Read | WrOp::CmpSwap { .. } | WrOp::FetchAdd { .. } | WrOp::AtomicWrite { .. }
+            WrOp::Read
+                | WrOp::CmpSwap { .. }
+                | WrOp::FetchAdd { .. }
+                | WrOp::AtomicWrite { .. }
+                | WrOp::Flush { .. }
         )
+    }
+    /// True for ATOMIC WRITE and FLUSH: a zero-length RDMA READ RESPONSE
+    /// ONLY answers them, and they have no local buffer (the SGE length is
+    /// the 8 bytes carried in the request, or the remote length).
+    pub const fn has_empty_response(self) -> bool {
+        matches!(self, WrOp::AtomicWrite { .. } | WrOp::Flush { .. })
     }
     /// True for the atomics.
     pub const fn is_atomic(self) -> bool {
@@ -215,6 +237,7 @@ impl WrOp {
             WrOp::CmpSwap { .. } => WcOpcode::CompSwap,
             WrOp::FetchAdd { .. } => WcOpcode::FetchAdd,
             WrOp::AtomicWrite { .. } => WcOpcode::AtomicWrite,
+            WrOp::Flush { .. } => WcOpcode::Flush,
             WrOp::Local(LocalOp::RegMr { .. }) => WcOpcode::RegMr,
             WrOp::Local(LocalOp::Invalidate { .. }) => WcOpcode::LocalInv,
             WrOp::Local(LocalOp::BindMw(_)) => WcOpcode::BindMw,

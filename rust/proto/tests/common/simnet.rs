@@ -36,6 +36,9 @@ pub struct Region {
     pub base: u64,
     pub data: Vec<u8>,
     pub remote: bool,
+    /// Grants FLUSH for global visibility (set with `remote`); no region
+    /// grants persistence.
+    pub flush: bool,
     /// False once invalidated (locally or by a SEND with invalidate),
     /// until a fast registration makes it valid again.
     pub valid: bool,
@@ -46,6 +49,8 @@ pub struct Region {
 pub struct SimMem {
     pub regions: Vec<Region>,
     pub atomics_executed: u64,
+    /// FLUSHes executed (not answered from history).
+    pub flushes_executed: u64,
     /// Local operations executed, in order.
     pub local_ops: Vec<LocalOp>,
 }
@@ -57,6 +62,7 @@ impl SimMem {
             base,
             data,
             remote,
+            flush: remote,
             valid: true,
         });
     }
@@ -117,6 +123,29 @@ impl MemoryAccess for SimMem {
         w.copy_from_slice(&new.to_ne_bytes());
         self.atomics_executed += 1;
         Ok(old)
+    }
+    fn flush(
+        &mut self,
+        rkey: u32,
+        range: Option<(u64, u32)>,
+        placement: Placement,
+    ) -> Result<(), MemError> {
+        let r = self
+            .regions
+            .iter()
+            .find(|r| r.key == rkey && r.valid)
+            .ok_or(MemError::BadKey)?;
+        if placement.persistent || (placement.global && !r.flush) {
+            return Err(MemError::AccessDenied);
+        }
+        if let Some((va, len)) = range {
+            let off = va.checked_sub(r.base).ok_or(MemError::OutOfRange)?;
+            if off + u64::from(len) > r.data.len() as u64 {
+                return Err(MemError::OutOfRange);
+            }
+        }
+        self.flushes_executed += 1;
+        Ok(())
     }
     fn invalidate(&mut self, rkey: u32) -> Result<(), MemError> {
         self.invalidate_key(rkey)

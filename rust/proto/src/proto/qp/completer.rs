@@ -103,8 +103,8 @@ impl<S: Storage> Requester<S> {
             Kind::ReadResp if w.wr.op == WrOp::Read && w.contains(psn) => {
                 self.read_response(env, cfg, ctr, &w, pkt)
             }
-            Kind::ReadResp if matches!(w.wr.op, WrOp::AtomicWrite { .. }) && w.first_psn == psn => {
-                self.atomic_write_response(env, cfg, ctr, pkt)
+            Kind::ReadResp if w.wr.op.has_empty_response() && w.first_psn == psn => {
+                self.empty_read_response(env, cfg, ctr, pkt)
             }
             Kind::AtomicAck(orig) if w.wr.op.is_atomic() && w.first_psn == psn => {
                 self.atomic_ack(env, cfg, ctr, &w, orig)
@@ -204,9 +204,9 @@ impl<S: Storage> Requester<S> {
         false
     }
 
-    /// The answer to an ATOMIC WRITE: an RDMA READ RESPONSE ONLY with an
-    /// ACK and no payload (as rxe and the spec's ATOMIC WRITE have it).
-    fn atomic_write_response(
+    /// The answer to an ATOMIC WRITE or a FLUSH: an RDMA READ RESPONSE ONLY
+    /// with an ACK and no payload (as rxe and the spec have it).
+    fn empty_read_response(
         &mut self,
         env: &mut Env<'_>,
         cfg: &QpConfig,

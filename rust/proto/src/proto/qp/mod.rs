@@ -66,7 +66,7 @@ pub struct QpConfig {
     pub remote: RemoteAccess,
 }
 
-/// Remote operations a QP allows its peer (`IB_ACCESS_REMOTE_*` of the QP's
+/// Remote operations a QP allows its peer (`IB_ACCESS_REMOTE_*` and `_FLUSH_*` of the QP's
 /// access flags); the memory region's own flags are checked as well.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RemoteAccess {
@@ -76,6 +76,10 @@ pub struct RemoteAccess {
     pub write: bool,
     /// Atomic operations.
     pub atomic: bool,
+    /// FLUSH for global visibility (`IB_ACCESS_FLUSH_GLOBAL`).
+    pub flush_global: bool,
+    /// FLUSH for persistence (`IB_ACCESS_FLUSH_PERSISTENT`).
+    pub flush_persistent: bool,
 }
 
 impl RemoteAccess {
@@ -84,6 +88,8 @@ impl RemoteAccess {
         read: true,
         write: true,
         atomic: true,
+        flush_global: true,
+        flush_persistent: true,
     };
 }
 

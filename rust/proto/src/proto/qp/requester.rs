@@ -6,7 +6,7 @@
 use super::ring::Ring;
 use super::{Counters, QpConfig, QpError, QpState, Storage};
 use crate::proto::env::{Access, Env};
-use crate::proto::headers::{AtomicEthRepr, BthRepr, RethRepr};
+use crate::proto::headers::{AtomicEthRepr, BthRepr, FethRepr, RethRepr};
 use crate::proto::opcode::rc;
 use crate::proto::packet::Headers;
 use crate::proto::verbs::{LocalOp, SendWr, WcStatus, WorkCompletion, WrOp};
@@ -139,10 +139,12 @@ impl<S: Storage> Requester<S> {
     ) -> Result<(), QpError> {
         let bad_atomic =
             (wr.op.is_atomic() || matches!(wr.op, WrOp::AtomicWrite { .. })) && wr.sge.length != 8;
+        // A FLUSH's length is the remote one: any 32-bit value, in one packet.
+        let flush = matches!(wr.op, WrOp::Flush { .. });
         if !wr.op.carried_by(cfg.transport)
             || bad_atomic
-            || wr.sge.length > (1 << 31)
-            || npkts(wr.sge.length, cfg.mtu) > MAX_MSG_PKTS
+            || (!flush
+                && (wr.sge.length > (1 << 31) || npkts(wr.sge.length, cfg.mtu) > MAX_MSG_PKTS))
         {
             return Err(QpError::InvalidWr);
         }
@@ -150,11 +152,11 @@ impl<S: Storage> Requester<S> {
             env.cq.send_completion(&wc(cfg, &wr, WcStatus::WrFlushErr));
             return Ok(());
         }
-        // A local operation occupies no PSN.
-        let npkts = if wr.op.is_local() {
-            0
-        } else {
-            npkts(wr.sge.length, cfg.mtu)
+        // A local operation occupies no PSN; a FLUSH one.
+        let npkts = match wr.op {
+            WrOp::Local(_) => 0,
+            WrOp::Flush { .. } => 1,
+            _ => npkts(wr.sge.length, cfg.mtu),
         };
         self.q
             .push(SendWqe {
@@ -586,6 +588,21 @@ fn request_headers(
                 len: 8,
             });
             (rc::ATOMIC_WRITE, 8, true)
+        }
+        WrOp::Flush {
+            placement,
+            selectivity,
+        } => {
+            h.feth = Some(FethRepr {
+                placement,
+                selectivity,
+            });
+            h.reth = Some(RethRepr {
+                va: wr.remote_addr,
+                rkey: wr.rkey,
+                len,
+            });
+            (rc::FLUSH, 0, true)
         }
         op => {
             let first = pkt_idx == 0;

@@ -1,6 +1,7 @@
 //! The responder: checks PSNs, detects duplicates, executes SEND, WRITE,
-//! READ and atomic requests through [`MemoryAccess`], consumes receive
-//! WQEs, and queues ACKs, NAKs, READ responses and atomic ACKs.
+//! READ, atomic, ATOMIC WRITE and FLUSH requests through [`MemoryAccess`],
+//! consumes receive WQEs, and queues ACKs, NAKs, READ responses and atomic
+//! ACKs.
 //!
 //! On UC it answers nothing: a message that lost a packet, broke the
 //! opcode sequence or cannot be executed for the requester's fault (no
@@ -13,8 +14,8 @@
 use super::requester::npkts;
 use super::ring::{Ring, Slots};
 use super::{Counters, QpConfig, QpError, QpState, Storage};
-use crate::proto::env::{Access, AtomicOp, Env};
-use crate::proto::headers::{AethRepr, BthRepr};
+use crate::proto::env::{Access, AtomicOp, Env, Placement};
+use crate::proto::headers::{AethRepr, BthRepr, FethRepr};
 use crate::proto::opcode::{mask, rc};
 use crate::proto::packet::{Headers, Packet};
 use crate::proto::psn::{Credits, Msn, NakCode, Syndrome};
@@ -43,10 +44,10 @@ pub enum Response {
         /// MSN at the time.
         msn: Msn,
     },
-    /// The answer to an ATOMIC WRITE: an RDMA READ RESPONSE ONLY with an
-    /// ACK and no payload.
-    AtomicWriteAck {
-        /// PSN of the ATOMIC WRITE request.
+    /// The answer to an ATOMIC WRITE or a FLUSH: an RDMA READ RESPONSE
+    /// ONLY with an ACK and no payload.
+    EmptyReadResponse {
+        /// PSN of the request.
         psn: Psn,
         /// MSN at the time.
         msn: Msn,
@@ -292,7 +293,8 @@ impl<S: Storage> Responder<S> {
         let enabled = (!info.has(mask::READ) || cfg.remote.read)
             && (!info.has(mask::WRITE) || cfg.remote.write)
             && (!info.has(mask::ATOMIC_WRITE) || cfg.remote.write)
-            && (!info.has(mask::ATOMIC) || cfg.remote.atomic);
+            && (!info.has(mask::ATOMIC) || cfg.remote.atomic)
+            && (!info.has(mask::FLUSH) || flush_enabled(cfg, pkt));
         if !enabled {
             return self.fatal(ctr, psn, NakCode::InvalidRequest);
         }
@@ -302,7 +304,10 @@ impl<S: Storage> Responder<S> {
             self.queue_ack(psn, Syndrome::RnrNak(cfg.min_rnr_timer));
             return false;
         }
-        if (info.has(mask::READ) || info.has(mask::ATOMIC) || info.has(mask::ATOMIC_WRITE))
+        if (info.has(mask::READ)
+            || info.has(mask::ATOMIC)
+            || info.has(mask::ATOMIC_WRITE)
+            || info.has(mask::FLUSH))
             && no_room(&self.resp_q)
         {
             ctr.resp_queue_full = ctr.resp_queue_full.wrapping_add(1);
@@ -319,6 +324,8 @@ impl<S: Storage> Responder<S> {
             self.atomic(env, ctr, pkt)
         } else if info.has(mask::ATOMIC_WRITE) {
             self.atomic_write(env, ctr, pkt)
+        } else if info.has(mask::FLUSH) {
+            self.rdma_flush(env, ctr, pkt)
         } else {
             self.fatal(ctr, psn, NakCode::InvalidRequest)
         }
@@ -597,13 +604,40 @@ impl<S: Storage> Responder<S> {
         if env.mem.atomic(r.rkey, r.va, op).is_err() {
             return self.fatal(ctr, psn, NakCode::RemoteAccessError);
         }
+        self.answer_empty(psn)
+    }
+
+    /// Done with an ATOMIC WRITE or a FLUSH at `psn`: remember it (a
+    /// duplicate is answered, not executed again) and queue its empty READ
+    /// response. Returns false (the QP goes on).
+    fn answer_empty(&mut self, psn: Psn) -> bool {
         self.msn = self.msn.next();
         self.epsn = psn.next();
         self.atomics.push_overwrite((psn, 0));
         let _ = self
             .resp_q
-            .push(Response::AtomicWriteAck { psn, msn: self.msn });
+            .push(Response::EmptyReadResponse { psn, msn: self.msn });
         false
+    }
+
+    /// An RDMA FLUSH: the region the R_Key names must grant the FLUSH
+    /// access of the placement asked for and, unless the whole region is
+    /// flushed, hold the RETH's range (as rxe checks them); memory then
+    /// makes the data reach that placement. No payload; remembered like an
+    /// ATOMIC WRITE, so a duplicate is answered without flushing again.
+    fn rdma_flush(&mut self, env: &mut Env<'_>, ctr: &mut Counters, pkt: &Packet<'_>) -> bool {
+        let psn = pkt.hdr.bth.psn;
+        let (Some(f), Some(r)) = (pkt.hdr.feth, pkt.hdr.reth) else {
+            return self.fatal(ctr, psn, NakCode::InvalidRequest);
+        };
+        // rxe skips the range check for IB_FLUSH_MR only; the reserved
+        // levels are checked as ranges.
+        let range = (f.selectivity != FethRepr::REGION).then_some((r.va, r.len));
+        let placement = Placement::from_bits(f.placement);
+        if env.mem.flush(r.rkey, range, placement).is_err() {
+            return self.fatal(ctr, psn, NakCode::RemoteAccessError);
+        }
+        self.answer_empty(psn)
     }
 
     /// A request with a PSN before the expected one: replay READ data,
@@ -656,12 +690,12 @@ impl<S: Storage> Responder<S> {
         if no_room(&self.resp_q) {
             return;
         }
-        if pkt.info.has(mask::ATOMIC_WRITE) {
+        if pkt.info.has(mask::ATOMIC_WRITE) || pkt.info.has(mask::FLUSH) {
             // Answered again, not executed again.
             if self.atomics.iter().any(|(p, _)| *p == psn) {
                 let _ = self
                     .resp_q
-                    .push(Response::AtomicWriteAck { psn, msn: self.msn });
+                    .push(Response::EmptyReadResponse { psn, msn: self.msn });
             }
         } else if pkt.info.has(mask::ATOMIC) {
             if let Some(&(_, orig)) = self.atomics.iter().find(|(p, _)| *p == psn) {
@@ -710,7 +744,7 @@ impl<S: Storage> Responder<S> {
                 }
                 let _ = self.resp_q.pop();
             }
-            Response::AtomicWriteAck { psn, msn } => {
+            Response::EmptyReadResponse { psn, msn } => {
                 let mut h = Headers::new(bth(rc::RDMA_READ_RESPONSE_ONLY, psn));
                 h.aeth = Some(ok_aeth(msn));
                 if transmit(env, &h, None) != Sent::Yes {
@@ -767,6 +801,13 @@ impl<S: Storage> Responder<S> {
         }
         true
     }
+}
+
+/// Does the QP allow the placement a FLUSH asks for
+/// (`IB_ACCESS_FLUSH_GLOBAL`, `IB_ACCESS_FLUSH_PERSISTENT`)?
+fn flush_enabled(cfg: &QpConfig, pkt: &Packet<'_>) -> bool {
+    let p = Placement::from_bits(pkt.hdr.feth.map_or(0, |f| f.placement));
+    (!p.global || cfg.remote.flush_global) && (!p.persistent || cfg.remote.flush_persistent)
 }
 
 /// A request's payload length, and whether it is right for its place in
