@@ -11,7 +11,7 @@
 //! process context.
 
 use crate::{
-    proto::{Access, AtomicOp, LocalOp, MemError, MemoryAccess, MwBind},
+    proto::{Access, AtomicOp, LocalOp, MemError, MemoryAccess, MwBind, Placement},
     rdma::{bindings as b, umem::Umem},
     sync::table::Table,
 };
@@ -378,6 +378,13 @@ fn flags_allow(flags: u32, access: Access) -> bool {
         Access::RemoteRead => b::ib_access_flags_IB_ACCESS_REMOTE_READ,
         Access::RemoteWrite => b::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
         Access::RemoteAtomic => b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
+        // Every placement asked for (none: nothing to grant, as in rxe).
+        Access::Flush(p) => {
+            let bit = |on: bool, flag: u32| if on { flag } else { 0 };
+            let need = bit(p.global, b::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL)
+                | bit(p.persistent, b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT);
+            return flags & need == need;
+        }
     };
     flags & need != 0
 }
@@ -468,6 +475,25 @@ impl PdMemory<'_> {
             )),
             // Served by `with`.
             Memory::Fast(_) | Memory::Window(_) => Err(MemError::BadKey),
+        }
+    }
+
+    /// The bytes the region or window `key` names (`[iova, iova + len)`),
+    /// as a FLUSH of the whole region (`IB_FLUSH_MR`) takes them.
+    fn extent(&self, key: u32) -> Result<(u64, u64), MemError> {
+        let r = self.lookup(key)?;
+        match &r.mem {
+            Memory::User(umem) => Ok((r.iova, umem.len() as u64)),
+            Memory::Fast(map) => {
+                let map = map.lock();
+                Ok((map.live.iova, map.live.len))
+            }
+            Memory::Window(w) => {
+                let b = w.lock().bound.ok_or(MemError::BadKey)?;
+                Ok((b.addr, b.len))
+            }
+            // No remote access reaches it: `with` refuses it.
+            Memory::KernelDma => Ok((0, 0)),
         }
     }
 
@@ -610,6 +636,33 @@ impl MemoryAccess for PdMemory<'_> {
             // and rrxe offers atomics on user memory only.
             Target::Kernel(_) | Target::Fast(..) => Err(MemError::AccessDenied),
         })
+    }
+
+    fn flush(
+        &mut self,
+        rkey: u32,
+        range: Option<(u64, u32)>,
+        placement: Placement,
+    ) -> Result<(), MemError> {
+        let (va, len) = match range {
+            Some((va, len)) => (va, u64::from(len)),
+            None => self.extent(rkey)?,
+        };
+        // The key, its FLUSH rights and (for a range) the bounds; checked
+        // even for zero bytes, as rxe does.
+        self.with(rkey, va, len, Access::Flush(placement), |_| Ok(()))?;
+        // Persistence needs persistent memory, which rrxe never has: rxe
+        // refuses IB_ACCESS_FLUSH_PERSISTENT on other pages, so only a
+        // region registered from an in-kernel caller's REG_MR can grant
+        // it, and rxe fails a flush of it that is not empty.
+        if placement.persistent && len != 0 {
+            return Err(MemError::AccessDenied);
+        }
+        // Global visibility: every write the responder made before (this
+        // QP's earlier requests, executed in order on this CPU) is visible
+        // to every other CPU and device before the response is sent.
+        core::sync::atomic::fence(Ordering::SeqCst);
+        Ok(())
     }
 
     fn invalidate(&mut self, rkey: u32) -> Result<(), MemError> {

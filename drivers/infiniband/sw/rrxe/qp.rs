@@ -133,13 +133,16 @@ pub(crate) fn serve_error(core: &QpCore, live: &mut Live) {
     flush_rings(core, sq, rq, send_cq, recv_cq);
 }
 
-/// The remote operations the QP's access flags (`IB_ACCESS_REMOTE_*`) allow.
+/// The remote operations the QP's access flags (`IB_ACCESS_REMOTE_*`,
+/// `IB_ACCESS_FLUSH_*`) allow.
 fn remote_access(flags: i32) -> RemoteAccess {
     let has = |bit: u32| u32::try_from(flags).is_ok_and(|f| f & bit != 0);
     RemoteAccess {
         read: has(b::ib_access_flags_IB_ACCESS_REMOTE_READ),
         write: has(b::ib_access_flags_IB_ACCESS_REMOTE_WRITE),
         atomic: has(b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC),
+        flush_global: has(b::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL),
+        flush_persistent: has(b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT),
     }
 }
 
@@ -319,7 +322,9 @@ impl Qp {
             let ok = (ib_access_flags_IB_ACCESS_LOCAL_WRITE
                 | ib_access_flags_IB_ACCESS_REMOTE_WRITE
                 | ib_access_flags_IB_ACCESS_REMOTE_READ
-                | ib_access_flags_IB_ACCESS_REMOTE_ATOMIC) as i32;
+                | ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
+                | ib_access_flags_IB_ACCESS_FLUSH_GLOBAL
+                | ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT) as i32;
             if qp_type == ib_qp_type_IB_QPT_UD || attr.qp_access_flags & !ok != 0 {
                 return Err(EINVAL);
             }

@@ -18,7 +18,7 @@ use crate::{
         opcode::mask, parse_payload, Access, AtomicResult, Buffers, CompletionSink, Counters, Env,
         MemoryAccess, NakCode, Packet as RocePacket, Payload, QpConfig, QpState, RecvWr,
         RemoteAccess, Response, SendWqe, SendWr, Slots, Storage, Transport, TxSink, WcOpcode,
-        WcStatus, WorkCompletion, WrOp,
+        WcStatus, WorkCompletion,
     },
     rdma::{bindings as b, driver::CqRef},
     staging::Staging,
@@ -250,15 +250,17 @@ fn validate_send(
     if !wr.op.carried_by(transport) {
         return Err(WcStatus::LocQpOpErr);
     }
+    // ATOMIC WRITE carries its 8 bytes in the request, and a FLUSH's
+    // length is the remote one (any 32-bit value, as rxe sends it): no
+    // local buffer.
+    if wr.op.has_empty_response() {
+        return Ok(());
+    }
     if wr.sge.length > p::MAX_MSG_SIZE {
         return Err(WcStatus::LocLenErr);
     }
     // A local operation has no buffer; its key is checked when it runs.
     if wr.op.is_local() {
-        return Ok(());
-    }
-    // ATOMIC WRITE carries its 8 bytes in the request: no local buffer.
-    if matches!(wr.op, WrOp::AtomicWrite { .. }) {
         return Ok(());
     }
     // An atomic returns the original 8 bytes into a buffer of at least 8

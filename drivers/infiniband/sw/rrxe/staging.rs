@@ -16,7 +16,7 @@
 
 use crate::{
     mem::PdMemory,
-    proto::{Access, AtomicOp, LocalOp, MemError, MemoryAccess, Sge},
+    proto::{Access, AtomicOp, LocalOp, MemError, MemoryAccess, Placement, Sge},
     wqe::SgeList,
 };
 use kernel::prelude::*;
@@ -320,6 +320,15 @@ impl MemoryAccess for StagedMemory<'_> {
 
     fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError> {
         self.pd.atomic(rkey, va, op)
+    }
+
+    fn flush(
+        &mut self,
+        rkey: u32,
+        range: Option<(u64, u32)>,
+        placement: Placement,
+    ) -> Result<(), MemError> {
+        self.pd.flush(rkey, range, placement)
     }
 
     fn invalidate(&mut self, rkey: u32) -> Result<(), MemError> {

@@ -82,6 +82,8 @@ impl Driver for RrxeDev {
             | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
             | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
             | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
+            | b::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL
+            | b::ib_device_cap_flags_IB_DEVICE_FLUSH_PERSISTENT
             | b::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE) as u64;
         attr.max_fast_reg_page_list_len = p::MAX_FAST_REG_PAGES;
         attr.kernel_cap_flags = u64::from(b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
@@ -374,7 +376,14 @@ impl Driver for RrxeDev {
             | ib_access_flags_IB_ACCESS_REMOTE_READ
             | ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
             | ib_access_flags_IB_ACCESS_MW_BIND
+            | ib_access_flags_IB_ACCESS_FLUSH_GLOBAL
             | ib_access_flags_IB_ACCESS_OPTIONAL;
+        // rxe advertises persistence (so ib_core lets the flag through) but
+        // refuses it for pages that are not persistent memory, as user
+        // pages on a machine without pmem never are.
+        if access & ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT != 0 {
+            return Err(EINVAL);
+        }
         if access & !supported != 0 {
             return Err(EOPNOTSUPP);
         }

@@ -42,6 +42,13 @@ const ATOMIC_ARG: usize =
     UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, compare_add);
 const ATOMIC_SWAP: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, swap);
 const ATOMIC_RKEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3, rkey);
+/// The `flush` member: librxe's `wr_flush` keeps the length in
+/// `dma.length`, not here.
+const FLUSH_ADDR: usize =
+    UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_1, remote_addr);
+const FLUSH_RKEY: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_1, rkey);
+const FLUSH_TYPE: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_1, type_);
+const FLUSH_LEVEL: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_1, level);
 /// The `mw` member: a window bind.
 const MW_ADDR: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, addr);
 const MW_LENGTH: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindgen_ty_5, length);
@@ -60,6 +67,10 @@ const DMA_SGE: usize = offset_of!(b::rxe_dma_info, __bindgen_anon_1);
 const SGE_ADDR: usize = offset_of!(b::rxe_sge, addr);
 const SGE_LENGTH: usize = offset_of!(b::rxe_sge, length);
 const SGE_LKEY: usize = offset_of!(b::rxe_sge, lkey);
+
+fn u8_at(buf: &[u8], off: usize) -> u8 {
+    buf.get(off).copied().unwrap_or(0)
+}
 
 fn u32_at(buf: &[u8], off: usize) -> u32 {
     buf.get(off..off.saturating_add(4))
@@ -224,6 +235,15 @@ pub(crate) fn send_wr(
             lkey: 0,
         };
         (sge, Extra::None)
+    } else if opcode == b::ib_wr_opcode_IB_WR_FLUSH {
+        // No local buffer either: `dma.length` is the remote length, which
+        // the request's SGE length carries through the engine.
+        let sge = Sge {
+            addr: 0,
+            length: len,
+            lkey: 0,
+        };
+        (sge, Extra::None)
     } else if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
         (Sge::default(), Extra::Inline(inline_data(buf).ok_or(bad)?))
     } else {
@@ -281,6 +301,14 @@ pub(crate) fn send_wr(
                 u32_at(buf, RDMA_RKEY),
             )
         }
+        b::ib_wr_opcode_IB_WR_FLUSH => (
+            WrOp::Flush {
+                placement: u8_at(buf, FLUSH_TYPE),
+                selectivity: u8_at(buf, FLUSH_LEVEL),
+            },
+            u64_at(buf, FLUSH_ADDR),
+            u32_at(buf, FLUSH_RKEY),
+        ),
         _ => return Err(bad),
     };
     let wr = SendWr {
