@@ -20,6 +20,9 @@ const char *wc_opname(enum ibv_wc_opcode op)
 {
 	static char buf[16];
 
+	/* IBV_WC_FLUSH (8): not in rdma-core 44's enum. */
+	if ((int)op == 8)
+		return "FLUSH";
 	switch (op) {
 	case IBV_WC_SEND: return "SEND";
 	case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";

@@ -56,6 +56,10 @@ int t_prot_qp_no_read(struct env *e);
 int t_prot_qp_no_atomic(struct env *e);
 int t_prot_dereg(struct env *e);
 
+/* flush.c */
+int t_flush_global(struct env *e);
+int t_flush_refused(struct env *e);
+
 /* windows.c */
 int t_mw_type1(struct env *e);
 int t_mw_range(struct env *e);

@@ -24,7 +24,8 @@
  *                 the -g GID as both ends, so the device sends to its own
  *                 address), "bounds" (address-space, MR, SGE, MTU and
  *                 Q_Key edges), "protection" (remote accesses the
- *                 responder must refuse) or "windows" (memory windows);
+ *                 responder must refuse), "windows" (memory windows) or
+ *                 "rdma_flush" (RDMA FLUSH);
  *                 "all" runs every case.
  *
  * Output is TAP-like: "ok NAME" or "not ok NAME: reason" per case, then
@@ -38,7 +39,7 @@
  * Files: main.c (options, the case table, running cases), control.c (cases
  * without packets), datapath.c and multi_sge.c (group "datapath"),
  * bounds.c and protection.c (groups "bounds" and "protection", with edge.c),
- * windows.c (group "windows").
+ * windows.c (group "windows"), flush.c (group "rdma_flush").
  * The helpers they share with other test programs are in ../lib (vt.h).
  */
 #define _GNU_SOURCE
@@ -131,6 +132,10 @@ static const struct tcase cases[] = {
 	  "type 1 window: before its start, across its end, without the right: REM_ACCESS_ERR" },
 	{ "mw_type2", t_mw_type2, "windows",
 	  "type 2 window: IBV_WR_BIND_MW, SEND_WITH_INV and LOCAL_INV end it, no second bind" },
+	{ "flush_global", t_flush_global, "rdma_flush",
+	  "FLUSH caps in query_device_ex; WRITE, then FLUSH (global) of a range, the MR, 0 bytes" },
+	{ "flush_refused", t_flush_refused, "rdma_flush",
+	  "FLUSH without the MR's or QP's FLUSH right, past the MR; FLUSH_PERSISTENT MR: EINVAL" },
 	{ "mw_bind_err", t_mw_bind_err, "windows",
 	  "bind over a region without MW_BIND or past its end: MW_BIND_ERR; dealloc while bound" },
 };
