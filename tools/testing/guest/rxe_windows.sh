@@ -6,8 +6,4 @@
 # timeout: 180
 . "$RRXE_LIB"
 
-command -v rrxe_verbs >/dev/null || fail "rrxe_verbs not on PATH: run tools/testing/verbs/build.sh"
-load_rxe rxe0
-gid=$(gid_index rxe0 ipv4) || fail "no RoCE v2 IPv4 GID"
-log "+ rrxe_verbs -v -d rxe0 -g $gid windows"
-timeout 150 rrxe_verbs -v -d rxe0 -g "$gid" windows || fail "rrxe_verbs windows on rxe rc=$?"
+rxe_verbs_cases windows

@@ -127,6 +127,18 @@ rrxe_verbs_cases() {
     [ $rc = 0 ] || fail "rrxe_verbs $* rc=$rc"
 }
 
+# rxe_verbs_cases CASE|GROUP...: the baseline of rrxe_verbs_cases: upstream rdma_rxe as
+# rxe0, then the same cases or groups (150 s at most) on its IPv4 RoCE v2 GID; fails if a
+# case failed.
+rxe_verbs_cases() {
+    local gid
+    command -v rrxe_verbs >/dev/null || fail "rrxe_verbs not on PATH: run tools/testing/verbs/build.sh"
+    load_rxe rxe0
+    gid=$(gid_index rxe0 ipv4) || fail "no RoCE v2 IPv4 GID"
+    log "+ rrxe_verbs -v -d rxe0 -g $gid $*"
+    timeout 150 rrxe_verbs -v -d rxe0 -g "$gid" "$@" || fail "rrxe_verbs $* on rxe rc=$?"
+}
+
 # gid_index DEV [ipv4|ipv6]: print the GID table index of the RoCE v2 GID for
 # eth0's IPv4 (default) or global IPv6 address. Waits up to 10 s for the GID table.
 gid_index() {
