@@ -1329,3 +1329,64 @@ fn bind_mw_status() {
         ]
     );
 }
+
+/// A stream of unsignaled WRITEs asks for one ACK every 16 packets and one
+/// at the end, not one per message; the signaled WRITE at the end completes
+/// without a timeout, and every byte arrives.
+#[test]
+fn unsignaled_stream_coalesces_acks() {
+    let mut sim = pair(0, Faults::default(), |_| {});
+    // As many as the simulated send queue holds.
+    for i in 0..16u64 {
+        let mut w = send(i, 50);
+        w.op = WrOp::Write;
+        w.remote_addr = B_WRITE.1 + i * 50;
+        w.rkey = B_WRITE.0;
+        w.signaled = i == 15;
+        post(&mut sim, 0, w);
+    }
+    run_until_quiet(&mut sim);
+    assert_eq!(
+        opcodes(&sim, 0),
+        vec![(15, WcOpcode::RdmaWrite, WcStatus::Success)]
+    );
+    assert_eq!(
+        sim.nodes[1].mem.slice(B_WRITE.0, B_WRITE.1, 800),
+        vec![7; 800]
+    );
+    assert_eq!(
+        sim.stats.sent_by[0], 16,
+        "one packet per WRITE, no retransmission"
+    );
+    assert!(
+        sim.stats.sent_by[1] <= 2,
+        "{} ACKs for 16 one-packet WRITEs",
+        sim.stats.sent_by[1]
+    );
+    assert_eq!(sim.nodes[0].qp.counters().retries, 0);
+}
+
+/// An unsignaled WRITE followed by a local operation, which waits for it to
+/// complete, asks for its ACK: the operation runs without a timeout.
+#[test]
+fn unsignaled_write_before_local_op_asks_for_ack() {
+    let mut sim = pair(0, Faults::default(), |_| {});
+    sim.nodes[0].mem.add(0x300, 0x70_0000, vec![0; 4096], false);
+    let mut w = send(0, 50);
+    w.op = WrOp::Write;
+    w.remote_addr = B_WRITE.1;
+    w.rkey = B_WRITE.0;
+    w.signaled = false;
+    post(&mut sim, 0, w);
+    post(&mut sim, 0, local(1, LocalOp::Invalidate { key: 0x300 }));
+    let mut s = send(2, 50);
+    s.op = WrOp::Write;
+    s.remote_addr = B_WRITE.1;
+    s.rkey = B_WRITE.0;
+    post(&mut sim, 0, s);
+    run_until_quiet(&mut sim);
+    let ops = opcodes(&sim, 0);
+    assert_eq!(ops.len(), 2, "{ops:?}");
+    assert!(ops.iter().all(|o| o.2 == WcStatus::Success), "{ops:?}");
+    assert_eq!(sim.nodes[0].qp.counters().retries, 0);
+}

@@ -24,7 +24,7 @@ pub(crate) fn npkts(len: u32, mtu: u32) -> u32 {
         .saturating_add(1)
 }
 
-/// Packets of one message between explicit ACK requests.
+/// Packets between explicit ACK requests.
 const ACK_EVERY: u32 = 16;
 
 /// A send WQE and its transmission bookkeeping: an element of the
@@ -425,12 +425,25 @@ impl<S: Storage> Requester<S> {
         let pkt_idx = self.send_off.checked_div(cfg.mtu).unwrap_or(0);
         let psn = w.first_psn.add(pkt_idx);
         let (mut hdr, payload_len, last) = request_headers(cfg, &w, self.send_off, pkt_idx, psn);
-        // Ask for an ACK every ACK_EVERY packets of a long message and when
-        // the window is about to close, so the window slides before the
-        // message ends instead of stopping at every message.
+        // The end of a SEND or WRITE asks for an ACK only when something
+        // waits for it: a completion, or a local operation queued behind it
+        // (it runs once everything before it has completed), or nothing
+        // queued behind it at all. One ACK acknowledges every earlier PSN,
+        // so a stream of unsignaled messages gets one ACK per burst, not
+        // one per message. READs and atomics are answered anyway.
+        if last && !w.wr.signaled && !w.wr.op.is_read_or_atomic() {
+            let behind = self.q.get(self.send_rel.saturating_add(1));
+            if behind.is_some_and(|n| !n.wr.op.is_local()) {
+                hdr.bth.ack_req = false;
+            }
+        }
+        // Ask for an ACK every ACK_EVERY packets (of one long message or of
+        // many short ones) and when the window is about to close, so the
+        // window slides and the ACK timer sees progress instead of waiting
+        // for the end of a burst.
         let inflight = self.next_psn.since(self.comp_psn).saturating_add(1);
         if reliable
-            && (pkt_idx.saturating_add(1).is_multiple_of(ACK_EVERY)
+            && (psn.value().wrapping_add(1).is_multiple_of(ACK_EVERY)
                 || inflight >= cfg.max_inflight_pkts)
         {
             hdr.bth.ack_req = true;

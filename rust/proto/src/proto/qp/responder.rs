@@ -383,7 +383,9 @@ impl<S: Storage> Responder<S> {
         if cfg.transport != Transport::Rc {
             return;
         }
-        if pkt.info.is_last() || pkt.hdr.bth.ack_req {
+        // The requester asks for the ACKs it needs (the IB spec lets a
+        // responder coalesce the others): an ACK covers every earlier PSN.
+        if pkt.hdr.bth.ack_req {
             self.queue_ack(pkt.hdr.bth.psn, Syndrome::Ack(Credits::UNLIMITED));
         }
     }
