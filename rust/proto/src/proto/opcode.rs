@@ -130,6 +130,7 @@ impl ExtHeader {
     ];
 
     /// The mask bit announcing this header.
+    #[inline]
     pub const fn mask(self) -> u32 {
         match self {
             ExtHeader::Deth => DETH,
@@ -144,6 +145,7 @@ impl ExtHeader {
     }
 
     /// Length in bytes.
+    #[inline]
     pub const fn wire_len(self) -> usize {
         match self {
             ExtHeader::Deth => 8,
@@ -174,6 +176,10 @@ pub struct OpcodeInfo {
     pub mask: u32,
     /// Length of BTH plus all extension headers.
     pub hdr_len: usize,
+    /// Offset of each extension header present (indexed in
+    /// [`ExtHeader::ORDER`]), 0 for absent: computed once, with the table,
+    /// as the packet path asks for it on every packet.
+    offsets: [u8; ExtHeader::ORDER.len()],
 }
 
 impl OpcodeInfo {
@@ -181,10 +187,13 @@ impl OpcodeInfo {
     #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
     const fn new(opcode: u8, name: &'static str, mask: u32) -> Self {
         let mut hdr_len = BTH_LEN;
+        let mut offsets = [0u8; ExtHeader::ORDER.len()];
         let mut i = 0;
         while i < ExtHeader::ORDER.len() {
             let h = ExtHeader::ORDER[i];
             if mask & h.mask() != 0 {
+                // At most 12 + 8 * 28 bytes: fits.
+                offsets[i] = hdr_len as u8;
                 hdr_len += h.wire_len();
             }
             i += 1;
@@ -194,57 +203,60 @@ impl OpcodeInfo {
             name,
             mask,
             hdr_len,
+            offsets,
         }
     }
 
     /// True if all bits of `m` are set.
+    #[inline]
     pub const fn has(&self, m: u32) -> bool {
         self.mask & m == m
     }
 
     /// Transport service.
+    #[inline]
     pub const fn transport(&self) -> Transport {
         Transport::of(self.opcode)
     }
 
     /// Offset of extension header `h` from the start of the BTH, if present.
+    #[inline]
     pub fn offset(&self, h: ExtHeader) -> Option<usize> {
-        if self.mask & h.mask() == 0 {
-            return None;
+        // `ExtHeader` is declared in wire order: its discriminant is its
+        // index in `ORDER`.
+        match self.offsets.get(h as usize) {
+            Some(&off) if off != 0 => Some(usize::from(off)),
+            _ => None,
         }
-        let mut off = BTH_LEN;
-        for x in ExtHeader::ORDER {
-            if x == h {
-                return Some(off);
-            }
-            if self.mask & x.mask() != 0 {
-                off = off.wrapping_add(x.wire_len());
-            }
-        }
-        None
     }
 
     /// True if this packet starts a message.
+    #[inline]
     pub const fn is_first(&self) -> bool {
         self.mask & START != 0
     }
     /// True if this packet ends a message.
+    #[inline]
     pub const fn is_last(&self) -> bool {
         self.mask & END != 0
     }
     /// True if this is a middle packet.
+    #[inline]
     pub const fn is_middle(&self) -> bool {
         self.mask & MIDDLE != 0
     }
     /// True if this is a single-packet message ("ONLY").
+    #[inline]
     pub const fn is_only(&self) -> bool {
         self.mask & (START | END) == START | END
     }
     /// True if sent by a requester.
+    #[inline]
     pub const fn is_request(&self) -> bool {
         self.mask & REQ != 0
     }
     /// True if a response.
+    #[inline]
     pub const fn is_response(&self) -> bool {
         self.mask & ACK != 0
     }

@@ -5,7 +5,7 @@ use crate::proto::headers::{
     AethRepr, AtomicAckRepr, AtomicEthRepr, BthRepr, DethRepr, FethRepr, IethRepr, ImmDtRepr,
     RethRepr,
 };
-use crate::proto::opcode::{mask, opcode_info, ExtHeader, OpcodeInfo, ICRC_LEN};
+use crate::proto::opcode::{mask, opcode_info, ExtHeader, OpcodeInfo, BTH_LEN, ICRC_LEN};
 use crate::proto::payload::Payload;
 use crate::proto::wire::HeaderRepr;
 
@@ -95,14 +95,17 @@ pub struct Headers {
     pub ieth: Option<u32>,
 }
 
-/// Per-header emit/parse action, so the list of headers is written once.
+/// Per-header emit/parse action, so the list of headers is written once:
+/// `f` gets each header the opcode has, with its offset, in wire order.
 fn for_each_ext<E>(
     info: &OpcodeInfo,
     mut f: impl FnMut(ExtHeader, usize) -> Result<(), E>,
 ) -> Result<(), E> {
+    let mut off = BTH_LEN;
     for h in ExtHeader::ORDER {
-        if let Some(off) = info.offset(h) {
+        if info.mask & h.mask() != 0 {
             f(h, off)?;
+            off = off.wrapping_add(h.wire_len());
         }
     }
     Ok(())
@@ -110,6 +113,15 @@ fn for_each_ext<E>(
 
 fn pad_for(len: usize) -> usize {
     len.wrapping_neg() & 3
+}
+
+/// Length of a packet of opcode `info` with `payload_len` bytes of payload
+/// (at most [`MAX_PAYLOAD`]: no overflow), pad and ICRC included.
+fn total_len(info: &OpcodeInfo, payload_len: usize) -> usize {
+    info.hdr_len
+        .wrapping_add(payload_len)
+        .wrapping_add(pad_for(payload_len))
+        .wrapping_add(ICRC_LEN)
 }
 
 impl Headers {
@@ -155,11 +167,7 @@ impl Headers {
     /// Total packet length (headers, payload, pad and ICRC).
     pub fn packet_len(&self, payload_len: usize) -> Result<usize, EmitError> {
         let info = self.checked_info(payload_len)?;
-        Ok(info
-            .hdr_len
-            .wrapping_add(payload_len)
-            .wrapping_add(pad_for(payload_len))
-            .wrapping_add(ICRC_LEN))
+        Ok(total_len(info, payload_len))
     }
 
     /// Write the headers to `buf`, zero the pad bytes and the ICRC, and
@@ -167,7 +175,7 @@ impl Headers {
     /// payload bytes. The BTH pad count is derived from `payload_len`.
     pub fn emit(&self, buf: &mut [u8], payload_len: usize) -> Result<usize, EmitError> {
         let info = self.checked_info(payload_len)?;
-        let total = self.packet_len(payload_len)?;
+        let total = total_len(info, payload_len);
         let buf = buf.get_mut(..total).ok_or(EmitError::BufferTooSmall)?;
         let mut bth = self.bth;
         bth.pad_count = u8::try_from(pad_for(payload_len)).unwrap_or(0);
