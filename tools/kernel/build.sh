@@ -18,7 +18,7 @@ die() { printf 'kernel: ERROR: %s\n' "$*" >&2; exit 1; }
 
 fragments=("$here/rrxe.config")
 case "$variant" in
-    normal) ;;
+    normal) fragments+=("$here/normal.config") ;;
     debug) fragments+=("$here/debug.config") ;;
     *) die "unknown variant '$variant' (normal|debug)" ;;
 esac

@@ -533,6 +533,16 @@ fn read_b(id: u64, len: u32) -> SendWr {
     r
 }
 
+/// An RDMA WRITE of `len` bytes from A's source into B's WRITE region at
+/// offset `off`.
+fn write_b(id: u64, len: u32, off: u64) -> SendWr {
+    let mut w = send(id, len);
+    w.op = WrOp::Write;
+    w.remote_addr = B_WRITE.1 + off;
+    w.rkey = B_WRITE.0;
+    w
+}
+
 fn run_until_quiet(sim: &mut Sim) {
     for _ in 0..MAX_STEPS {
         if !sim.step() {
@@ -1338,10 +1348,7 @@ fn unsignaled_stream_coalesces_acks() {
     let mut sim = pair(0, Faults::default(), |_| {});
     // As many as the simulated send queue holds.
     for i in 0..16u64 {
-        let mut w = send(i, 50);
-        w.op = WrOp::Write;
-        w.remote_addr = B_WRITE.1 + i * 50;
-        w.rkey = B_WRITE.0;
+        let mut w = write_b(i, 50, i * 50);
         w.signaled = i == 15;
         post(&mut sim, 0, w);
     }
@@ -1372,18 +1379,11 @@ fn unsignaled_stream_coalesces_acks() {
 fn unsignaled_write_before_local_op_asks_for_ack() {
     let mut sim = pair(0, Faults::default(), |_| {});
     sim.nodes[0].mem.add(0x300, 0x70_0000, vec![0; 4096], false);
-    let mut w = send(0, 50);
-    w.op = WrOp::Write;
-    w.remote_addr = B_WRITE.1;
-    w.rkey = B_WRITE.0;
+    let mut w = write_b(0, 50, 0);
     w.signaled = false;
     post(&mut sim, 0, w);
     post(&mut sim, 0, local(1, LocalOp::Invalidate { key: 0x300 }));
-    let mut s = send(2, 50);
-    s.op = WrOp::Write;
-    s.remote_addr = B_WRITE.1;
-    s.rkey = B_WRITE.0;
-    post(&mut sim, 0, s);
+    post(&mut sim, 0, write_b(2, 50, 0));
     run_until_quiet(&mut sim);
     let ops = opcodes(&sim, 0);
     assert_eq!(ops.len(), 2, "{ops:?}");
