@@ -397,6 +397,13 @@ pub trait Driver: Sized + Send + Sync + 'static {
         udata: &mut Udata,
     ) -> Result<NewMr<Self::Mr>>;
 
+    /// `ibv_advise_mr`: acts on `advice` (`enum ib_uverbs_advise_mr_advice`)
+    /// for the ranges `sges` name by local key in `pd`; `flags` holds
+    /// `IB_UVERBS_ADVISE_MR_FLAG_FLUSH` for a synchronous call.
+    fn advise_mr(_pd: &Pd<Self>, _advice: u32, _flags: u32, _sges: &[b::ib_sge]) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
     /// Names of each port's hardware counters, in the order
     /// [`Driver::get_hw_stats`] fills them.
     const HW_COUNTERS: &'static [CounterDesc] = &[];
@@ -481,6 +488,7 @@ impl<T: Driver> OpsTable<T> {
             dealloc_mw: op!(T::HAS_ALLOC_MW, Self::dealloc_mw),
             map_mr_sg: op!(T::HAS_ALLOC_MR, Self::map_mr_sg),
             dereg_mr: op!(T::HAS_REG_USER_MR, Self::dereg_mr),
+            advise_mr: op!(T::HAS_ADVISE_MR, Self::advise_mr),
             alloc_hw_port_stats: op!(T::HAS_GET_HW_STATS, Self::alloc_hw_port_stats),
             get_hw_stats: op!(T::HAS_GET_HW_STATS, Self::get_hw_stats),
             enable_driver: Some(Self::enable_driver),
@@ -1220,6 +1228,35 @@ impl<T: Driver> OpsTable<T> {
                 access as u32,
                 &mut udata,
             )?)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `advise_mr` callback of a device of driver `T`.
+    unsafe extern "C" fn advise_mr(
+        pd: *mut b::ib_pd,
+        advice: b::ib_uverbs_advise_mr_advice,
+        flags: u32,
+        sg_list: *mut b::ib_sge,
+        num_sge: u32,
+        _attrs: *mut b::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            if sg_list.is_null() {
+                return Err(EINVAL);
+            }
+            let n = usize::try_from(num_sge).map_err(|_| EINVAL)?;
+            // SAFETY: ib_core passes a live PD and an array of `num_sge`
+            // SGEs it copied from user space and keeps for the call.
+            let (pd, sges) = unsafe {
+                (
+                    Pd::<T>::from_raw(pd),
+                    core::slice::from_raw_parts(sg_list.cast_const(), n),
+                )
+            };
+            T::advise_mr(pd, advice, flags, sges)?;
+            Ok(0)
         })
     }
 

@@ -20,4 +20,5 @@ pub mod qp;
 pub mod stats;
 pub mod udata;
 pub mod umem;
+pub mod umem_odp;
 pub mod wr;

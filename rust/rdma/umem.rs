@@ -121,28 +121,18 @@ impl Umem {
     pub fn read(&self, off: usize, buf: &mut [u8]) -> Result {
         let dst = buf.as_mut_ptr();
         self.for_each_piece(off, buf.len(), |page, in_page, r| {
-            // SAFETY: `page` is pinned (invariant); the mapping covers the whole
-            // page and `in_page + r.len() <= PAGE_SIZE`; `r` lies inside `buf`.
-            unsafe {
-                let va = b::rrxe_kmap_local_page(page.as_ptr()).cast::<u8>();
-                core::ptr::copy_nonoverlapping(va.add(in_page), dst.add(r.start), r.len());
-                b::rrxe_kunmap_local(va.cast());
-            }
+            // SAFETY: `page` is pinned (invariant); `in_page + r.len() <=
+            // PAGE_SIZE`; `r` lies inside `buf`.
+            unsafe { page_copy(page, in_page, dst.add(r.start), r.len(), false) }
         })
     }
 
     /// Copies `data` to offset `off` of the region.
     pub fn write(&self, off: usize, data: &[u8]) -> Result {
-        let src = data.as_ptr();
+        let src = data.as_ptr().cast_mut();
         self.for_each_piece(off, data.len(), |page, in_page, r| {
-            // SAFETY: As in `read`, with the copy going the other way; user
-            // space may touch the same bytes concurrently, which is its affair
-            // (the bytes are never read back as Rust values).
-            unsafe {
-                let va = b::rrxe_kmap_local_page(page.as_ptr()).cast::<u8>();
-                core::ptr::copy_nonoverlapping(src.add(r.start), va.add(in_page), r.len());
-                b::rrxe_kunmap_local(va.cast());
-            }
+            // SAFETY: As in `read`; the copy only reads `data`.
+            unsafe { page_copy(page, in_page, src.add(r.start), r.len(), true) }
         })
     }
 
@@ -154,20 +144,67 @@ impl Umem {
         }
         let mut old = 0;
         self.for_each_piece(off, 8, |page, in_page, _| {
-            // SAFETY: The word is 8-aligned and so inside one pinned page; the
-            // mapping lives until `kunmap_local`. User space may access the word
-            // concurrently, with atomics of its own or plain stores: the CPU's
-            // atomic compare-exchange keeps the update indivisible either way.
-            unsafe {
-                let va = b::rrxe_kmap_local_page(page.as_ptr()).cast::<u8>();
-                let word = AtomicU64::from_ptr(va.add(in_page).cast());
-                old = match word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| Some(f(v))) {
-                    Ok(v) | Err(v) => v,
-                };
-                b::rrxe_kunmap_local(va.cast());
-            }
+            // SAFETY: The word is 8-aligned and so inside one pinned page.
+            old = unsafe { page_atomic_u64(page, in_page, &f) };
         })?;
         Ok(old)
+    }
+}
+
+/// Copies `len` bytes between `buf` and offset `in_page` of a user page
+/// (into the page if `to_page`), through a temporary kernel mapping.
+///
+/// # Safety
+///
+/// `page` stays allocated to the user memory for the call; `in_page + len
+/// <= PAGE_SIZE`; `buf` is valid for `len` bytes of writes (of reads if
+/// `to_page`) and does not overlap the page. User space may touch the same
+/// bytes concurrently, which is its affair: they are never read back as
+/// Rust values.
+pub(crate) unsafe fn page_copy(
+    page: NonNull<b::page>,
+    in_page: usize,
+    buf: *mut u8,
+    len: usize,
+    to_page: bool,
+) {
+    // SAFETY: The mapping covers the whole page until `kunmap_local`; the
+    // ranges are valid by the caller's promise.
+    unsafe {
+        let va = b::rrxe_kmap_local_page(page.as_ptr()).cast::<u8>();
+        if to_page {
+            core::ptr::copy_nonoverlapping(buf.cast_const(), va.add(in_page), len);
+        } else {
+            core::ptr::copy_nonoverlapping(va.add(in_page), buf, len);
+        }
+        b::rrxe_kunmap_local(va.cast());
+    }
+}
+
+/// Atomically replaces the 8-byte word at offset `in_page` of a user page
+/// with `f(old)` and returns `old`.
+///
+/// # Safety
+///
+/// `page` stays allocated to the user memory for the call; `in_page` is a
+/// multiple of 8 below `PAGE_SIZE`.
+pub(crate) unsafe fn page_atomic_u64(
+    page: NonNull<b::page>,
+    in_page: usize,
+    f: impl Fn(u64) -> u64,
+) -> u64 {
+    // SAFETY: The word is aligned and inside the page, mapped until
+    // `kunmap_local`. User space may access it concurrently, with atomics of
+    // its own or plain stores: the CPU's compare-exchange keeps the update
+    // indivisible either way.
+    unsafe {
+        let va = b::rrxe_kmap_local_page(page.as_ptr()).cast::<u8>();
+        let word = AtomicU64::from_ptr(va.add(in_page).cast());
+        let old = match word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| Some(f(v))) {
+            Ok(v) | Err(v) => v,
+        };
+        b::rrxe_kunmap_local(va.cast());
+        old
     }
 }
 

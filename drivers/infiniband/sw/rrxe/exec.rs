@@ -16,7 +16,11 @@
 //! CPU.
 //!
 //! A run holds the RCU read lock: memory regions are only deregistered
-//! after a grace period (see [`crate::mem`]). It never sleeps.
+//! after a grace period (see [`crate::mem`]). It never sleeps, but for one
+//! case: while on-demand paging regions exist on the device, user QPs run
+//! only from their work items, in process context, where a run may fault
+//! pages of such a region in (leaving the RCU read section for that access
+//! alone). A kick from any other context hands the QP to its work item.
 //!
 //! Timers have the resolution of the IB spec's (a high-resolution timer,
 //! armed only while requests are outstanding, at the engine's next deadline
@@ -180,6 +184,8 @@ pub(crate) struct QpCore {
     timer_due: AtomicBool,
     /// The deadline (µs) the timer is armed for, `u64::MAX` for none.
     armed_at: AtomicU64,
+    /// The current run is the work item's, which may sleep.
+    in_work: AtomicBool,
     /// Packets received for the QP, not yet taken by a run.
     #[pin]
     rx: SkbQueue,
@@ -229,7 +235,10 @@ pub(crate) struct QpInfo {
 impl QpCore {
     /// Memory by key as this QP may use it (its PD's regions and windows).
     pub(crate) fn memory(&self) -> PdMemory<'_> {
-        self.dp.regions.for_qp(self.info.pd, self.info.qpn)
+        let may_sleep = self.in_work.load(Ordering::Relaxed);
+        self.dp
+            .regions
+            .for_qp(self.info.pd, self.info.qpn, may_sleep)
     }
 
     /// A QP in the RESET state.
@@ -247,6 +256,7 @@ impl QpCore {
                 state: AtomicU32::new(b::ib_qp_state_IB_QPS_RESET),
                 timer_due: AtomicBool::new(false),
                 armed_at: AtomicU64::new(u64::MAX),
+                in_work: AtomicBool::new(false),
                 rx <- SkbQueue::new(),
                 timer <- HrTimer::new(),
                 work <- new_work!("rrxe::QpCore::work"),
@@ -294,7 +304,21 @@ impl QpCore {
     /// running it (which then runs it once more) or this would nest runs
     /// too deep (then its work item runs it).
     pub(crate) fn kick(this: &Arc<Self>, depth: u8) {
+        Self::kick_from(this, depth, false)
+    }
+
+    /// Whether runs must be able to sleep: a user QP while ODP regions
+    /// exist (they may fault pages in).
+    fn needs_process_context(&self) -> bool {
+        !self.info.kernel && self.dp.regions.has_odp()
+    }
+
+    /// [`QpCore::kick`], from the QP's work item if `from_work`.
+    fn kick_from(this: &Arc<Self>, depth: u8, from_work: bool) {
         let _rcu = kernel::sync::rcu::read_lock();
+        if !from_work && this.needs_process_context() {
+            return Self::kick_later(this);
+        }
         let Some(mut owner) = this.exec.enter_or_ask() else {
             return;
         };
@@ -303,7 +327,10 @@ impl QpCore {
             return Self::kick_later(this);
         }
         for _ in 0..MAX_RUNS {
+            // Only the owner reads the mark, in its run.
+            this.in_work.store(from_work, Ordering::Relaxed);
             Self::serve(this, &mut owner, depth);
+            this.in_work.store(false, Ordering::Relaxed);
             match owner.leave() {
                 Ok(()) => return,
                 Err(again) => owner = again,
@@ -377,7 +404,7 @@ impl WorkItem for QpCore {
     type Pointer = Arc<QpCore>;
 
     fn run(this: Arc<QpCore>) {
-        QpCore::kick(&this, 0);
+        QpCore::kick_from(&this, 0, true);
     }
 }
 

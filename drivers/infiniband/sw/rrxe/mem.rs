@@ -9,23 +9,32 @@
 //! RCU grace period: every run that could still hold a reference has ended,
 //! so the last reference is the verb's, and the pages are unpinned in
 //! process context.
+//!
+//! On-demand paging regions ([`Memory::Odp`]) differ: their pages are
+//! faulted in, and reached under a mutex, so only a run that may sleep
+//! touches them (a QP's work item, see [`crate::exec`]); it leaves the RCU
+//! read section for that access and holds the region by its reference
+//! count instead, and deregistration takes the pages from the region under
+//! the region's own mutex, so they are never used after it.
 
 use crate::{
     proto::{Access, AtomicOp, LocalOp, MemError, MemoryAccess, MwBind, Placement},
-    rdma::{bindings as b, umem::Umem},
+    rdma::{bindings as b, umem::Umem, umem_odp::UmemOdp},
     sync::table::Table,
 };
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
-    new_spinlock_irq,
+    new_mutex, new_spinlock_irq,
     prelude::*,
-    sync::{Arc, SpinLockIrq},
+    sync::{Arc, Mutex, SpinLockIrq},
 };
 
 /// What a region's addresses name.
 pub(crate) enum Memory {
     /// Pinned user pages.
     User(Umem),
+    /// User pages paged in on demand (`IB_ACCESS_ON_DEMAND`).
+    Odp(Arc<OdpMemory>),
     /// All of kernel memory by virtual address: the DMA region of a kernel
     /// PD (`get_dma_mr`), whose local key in-kernel callers put in their
     /// SGEs with the addresses `ib_dma_map_*` gave them (rrxe uses virtual
@@ -39,6 +48,55 @@ pub(crate) enum Memory {
     /// A memory window: remote access to part of a user region of the same
     /// PD, as a bind work request opened it, under the window's own key.
     Window(Arc<SpinLockIrq<Window>>),
+}
+
+/// The memory of an on-demand paging region.
+#[pin_data]
+pub(crate) struct OdpMemory {
+    /// The pages; `None` once the region is deregistered.
+    #[pin]
+    umem: Mutex<Option<UmemOdp>>,
+    /// Length of the region in bytes.
+    len: u64,
+}
+
+impl OdpMemory {
+    /// Wraps a registered ODP umem.
+    pub(crate) fn new(umem: UmemOdp) -> Result<Arc<Self>> {
+        let len = umem.len() as u64;
+        Arc::pin_init(
+            pin_init!(Self {
+                umem <- new_mutex!(Some(umem)),
+                len,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Runs `f` on the umem, if the region is still registered. Sleeps.
+    fn with<R>(&self, f: impl FnOnce(&UmemOdp) -> Result<R, MemError>) -> Result<R, MemError> {
+        match &*self.umem.lock() {
+            Some(u) => f(u),
+            None => Err(MemError::BadKey),
+        }
+    }
+
+    /// Faults in `[off, off + len)` as `advise_mr` asks (`fault`: fault
+    /// pages in, writable if `write`; otherwise take only present ones).
+    pub(crate) fn prefetch(&self, off: u64, len: u64, write: bool, fault: bool) -> Result {
+        let off = usize::try_from(off).map_err(|_| EINVAL)?;
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        match &*self.umem.lock() {
+            Some(u) => {
+                if write && !u.writable() {
+                    return Err(EPERM);
+                }
+                drop(u.map_and_lock(off, len, write, fault)?);
+                Ok(())
+            }
+            None => Err(EINVAL),
+        }
+    }
 }
 
 /// The state of a memory window.
@@ -320,6 +378,8 @@ impl Region {
 pub(crate) struct Regions {
     #[pin]
     table: Table<Region>,
+    /// How many ODP regions exist (user QPs then run in process context).
+    odp: AtomicU32,
 }
 
 fn index(key: u32) -> u32 {
@@ -329,12 +389,34 @@ fn index(key: u32) -> u32 {
 impl Regions {
     /// An empty table.
     pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(Self { table <- Table::new() })
+        pin_init!(Self {
+            table <- Table::new(),
+            odp: AtomicU32::new(0),
+        })
     }
 
     /// Adds a region.
     pub(crate) fn insert(&self, r: Region) -> Result {
-        self.table.insert(index(r.key), Arc::new(r, GFP_KERNEL)?)
+        let odp = matches!(r.mem, Memory::Odp(_));
+        let r = Arc::new(r, GFP_KERNEL)?;
+        if odp {
+            self.odp.fetch_add(1, Ordering::SeqCst);
+            // Runs that began before the count rose (they may be running
+            // where sleeping is not allowed) end before the region can be
+            // found: every run that can reach it sees the count.
+            kernel::sync::rcu::synchronize_rcu();
+        }
+        let ret = self.table.insert(index(r.key), r);
+        if odp && ret.is_err() {
+            self.odp.fetch_sub(1, Ordering::SeqCst);
+        }
+        ret
+    }
+
+    /// Whether ODP regions exist: runs of user QPs must then be able to
+    /// sleep.
+    pub(crate) fn has_odp(&self) -> bool {
+        self.odp.load(Ordering::SeqCst) != 0
     }
 
     /// Removes the region with `key` and drops it once no QP run can still
@@ -349,15 +431,37 @@ impl Regions {
             // they let go of it.
             kernel::sync::rcu::synchronize_rcu();
         }
+        if let Memory::Odp(o) = &r.mem {
+            // A run that holds the region outside the RCU read section
+            // finishes its access first; later ones find no pages.
+            let umem = o.umem.lock().take();
+            drop(umem);
+            self.odp.fetch_sub(1, Ordering::SeqCst);
+        }
         drop(r);
     }
 
-    /// Memory as QP `qpn` of protection domain `pd` may use it.
-    pub(crate) fn for_qp(&self, pd: usize, qpn: u32) -> PdMemory<'_> {
+    /// The ODP memory of the region `key` of PD `pd` that grants local
+    /// writes, as `advise_mr` takes it.
+    pub(crate) fn odp(&self, pd: usize, key: u32) -> Result<(u64, Arc<OdpMemory>)> {
+        let r = self.table.get(index(key)).ok_or(EINVAL)?;
+        if r.pd != pd || r.key != key || r.access & b::ib_access_flags_IB_ACCESS_LOCAL_WRITE == 0 {
+            return Err(EINVAL);
+        }
+        match &r.mem {
+            Memory::Odp(o) => Ok((r.iova, o.clone())),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Memory as QP `qpn` of protection domain `pd` may use it, from a run
+    /// that may sleep (`may_sleep`: see [`PdMemory::odp`]) or not.
+    pub(crate) fn for_qp(&self, pd: usize, qpn: u32, may_sleep: bool) -> PdMemory<'_> {
         PdMemory {
             regions: self,
             pd,
             qpn,
+            may_sleep,
         }
     }
 }
@@ -368,6 +472,9 @@ pub(crate) struct PdMemory<'a> {
     regions: &'a Regions,
     pd: usize,
     qpn: u32,
+    /// The run is a QP's work item holding one RCU read lock and nothing
+    /// else that forbids sleeping.
+    may_sleep: bool,
 }
 
 /// Do `IB_ACCESS_*` flags grant `access`?
@@ -397,6 +504,8 @@ enum Target<'a> {
     Kernel(usize),
     /// A fast-registration mapping, at an offset into it.
     Fast(&'a Pages, u64),
+    /// On-demand paged user memory, at an offset into the region.
+    Odp(&'a OdpMemory, usize),
 }
 
 impl PdMemory<'_> {
@@ -470,6 +579,13 @@ impl PdMemory<'_> {
                 let off = usize::try_from(off).map_err(|_| MemError::OutOfRange)?;
                 f(Target::User(umem, off))
             }
+            Memory::Odp(o) => {
+                if end > o.len {
+                    return Err(MemError::OutOfRange);
+                }
+                let off = usize::try_from(off).map_err(|_| MemError::OutOfRange)?;
+                f(Target::Odp(o, off))
+            }
             Memory::KernelDma => f(Target::Kernel(
                 usize::try_from(off).map_err(|_| MemError::OutOfRange)?,
             )),
@@ -484,6 +600,7 @@ impl PdMemory<'_> {
         let r = self.lookup(key)?;
         match &r.mem {
             Memory::User(umem) => Ok((r.iova, umem.len() as u64)),
+            Memory::Odp(o) => Ok((r.iova, o.len)),
             Memory::Fast(map) => {
                 let map = map.lock();
                 Ok((map.live.iova, map.live.len))
@@ -495,6 +612,32 @@ impl PdMemory<'_> {
             // No remote access reaches it: `with` refuses it.
             Memory::KernelDma => Ok((0, 0)),
         }
+    }
+
+    /// Runs `f` on the pages of ODP memory `o`, which may fault them in:
+    /// only from a run that may sleep, which leaves the RCU read section
+    /// meanwhile (the caller holds the region by its reference count, and
+    /// [`Regions::remove`] takes the pages under the mutex `f` runs under).
+    fn odp<R>(
+        &self,
+        o: &OdpMemory,
+        f: impl FnOnce(&UmemOdp) -> Result<R, MemError>,
+    ) -> Result<R, MemError> {
+        if !self.may_sleep {
+            // Not reached: runs of user QPs only start in a context that
+            // cannot sleep while no ODP region exists (see `Regions::insert`).
+            return Err(MemError::AccessDenied);
+        }
+        // SAFETY: `may_sleep` promises that the task holds exactly the RCU
+        // read lock of its run, and nothing else that forbids sleeping. The
+        // run keeps nothing across this call that only the RCU read section
+        // keeps alive: the regions it uses are held by reference count, and
+        // an ODP region's pages go with `Regions::remove` under the mutex.
+        unsafe { kernel::bindings::rcu_read_unlock() };
+        let ret = o.with(f);
+        // SAFETY: Re-enters the run's RCU read section left above.
+        unsafe { kernel::bindings::rcu_read_lock() };
+        ret
     }
 
     /// Invalidates the fast-registration region or type 2 window named by
@@ -578,6 +721,11 @@ impl MemoryAccess for PdMemory<'_> {
         }
         self.with(key, va, buf.len() as u64, access, |at| match at {
             Target::User(umem, off) => umem.read(off, buf).map_err(|_| MemError::OutOfRange),
+            Target::Odp(o, off) => self.odp(o, |u| {
+                u.access(off, buf.len(), false)
+                    .and_then(|m| m.read(off, buf))
+                    .map_err(|_| MemError::OutOfRange)
+            }),
             Target::Kernel(addr) => {
                 // SAFETY: Kernel addresses are only reachable through keys
                 // of in-kernel callers' PDs (user space cannot get one: see
@@ -606,6 +754,11 @@ impl MemoryAccess for PdMemory<'_> {
         }
         self.with(key, va, data.len() as u64, access, |at| match at {
             Target::User(umem, off) => umem.write(off, data).map_err(|_| MemError::OutOfRange),
+            Target::Odp(o, off) => self.odp(o, |u| {
+                u.access(off, data.len(), true)
+                    .and_then(|m| m.write(off, data))
+                    .map_err(|_| MemError::OutOfRange)
+            }),
             Target::Kernel(addr) => {
                 // SAFETY: As in `read`.
                 unsafe {
@@ -632,6 +785,11 @@ impl MemoryAccess for PdMemory<'_> {
             Target::User(umem, off) => umem
                 .atomic_u64(off, |old| op.apply(old))
                 .map_err(|_| MemError::Misaligned),
+            Target::Odp(o, off) => self.odp(o, |u| {
+                let m = u.access(off, 8, true).map_err(|_| MemError::OutOfRange)?;
+                m.atomic_u64(off, |old| op.apply(old))
+                    .map_err(|_| MemError::Misaligned)
+            }),
             // No remote key reaches kernel memory but a fast registration's,
             // and rrxe offers atomics on user memory only.
             Target::Kernel(_) | Target::Fast(..) => Err(MemError::AccessDenied),

@@ -16,6 +16,7 @@
 #include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/rdma_netlink.h>
@@ -53,6 +54,18 @@ unsigned long rrxe_umem_num_pages(struct ib_umem *umem);
 unsigned long rrxe_umem_pages(struct ib_umem *umem, struct page **pages, unsigned long n);
 void *rrxe_kmap_local_page(struct page *page);
 void rrxe_kunmap_local(void *addr);
+
+/* On-demand paging user memory (rust/rdma/umem_odp.rs). */
+bool rrxe_mmu_range_blockable(const struct mmu_notifier_range *range);
+void rrxe_mmu_interval_set_seq(struct mmu_interval_notifier *mni, unsigned long seq);
+struct ib_umem_odp *rrxe_umem_odp_of_notifier(struct mmu_interval_notifier *mni);
+unsigned long rrxe_umem_odp_start(struct ib_umem_odp *odp);
+unsigned long rrxe_umem_odp_end(struct ib_umem_odp *odp);
+bool rrxe_umem_odp_writable(struct ib_umem_odp *odp);
+void rrxe_umem_odp_lock(struct ib_umem_odp *odp);
+void rrxe_umem_odp_unlock(struct ib_umem_odp *odp);
+int rrxe_umem_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len, bool write, bool fault);
+struct page *rrxe_umem_odp_page(struct ib_umem_odp *odp, unsigned long va, bool write);
 
 void rrxe_skb_free(struct sk_buff *skb);
 

@@ -6,6 +6,7 @@
 #include <linux/if_vlan.h>
 #include <linux/bottom_half.h>
 #include <linux/highmem.h>
+#include <linux/hmm.h>
 #include <linux/inetdevice.h>
 #include <linux/skbuff.h>
 #include <linux/workqueue.h>
@@ -133,6 +134,69 @@ void *rrxe_kmap_local_page(struct page *page)
 void rrxe_kunmap_local(void *addr)
 {
 	kunmap_local(addr);
+}
+
+bool rrxe_mmu_range_blockable(const struct mmu_notifier_range *range)
+{
+	return mmu_notifier_range_blockable(range);
+}
+
+void rrxe_mmu_interval_set_seq(struct mmu_interval_notifier *mni, unsigned long seq)
+{
+	mmu_interval_set_seq(mni, seq);
+}
+
+struct ib_umem_odp *rrxe_umem_odp_of_notifier(struct mmu_interval_notifier *mni)
+{
+	return container_of(mni, struct ib_umem_odp, notifier);
+}
+
+unsigned long rrxe_umem_odp_start(struct ib_umem_odp *odp)
+{
+	return ib_umem_start(odp);
+}
+
+unsigned long rrxe_umem_odp_end(struct ib_umem_odp *odp)
+{
+	return ib_umem_end(odp);
+}
+
+bool rrxe_umem_odp_writable(struct ib_umem_odp *odp)
+{
+	return odp->umem.writable;
+}
+
+void rrxe_umem_odp_lock(struct ib_umem_odp *odp)
+{
+	mutex_lock(&odp->umem_mutex);
+}
+
+void rrxe_umem_odp_unlock(struct ib_umem_odp *odp)
+{
+	mutex_unlock(&odp->umem_mutex);
+}
+
+/* Faults in (or, without @fault, looks up) @len bytes at user address @va;
+ * on success (>= 0) returns with umem_mutex held. */
+int rrxe_umem_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len, bool write, bool fault)
+{
+	return ib_umem_odp_map_dma_and_lock(odp, va, len, write ? HMM_PFN_WRITE : 0, fault);
+}
+
+/* The page holding user address @va if it is mapped, and writable if
+ * @write; NULL otherwise. Only valid while umem_mutex is held. */
+struct page *rrxe_umem_odp_page(struct ib_umem_odp *odp, unsigned long va, bool write)
+{
+	unsigned long need = HMM_PFN_VALID | (write ? HMM_PFN_WRITE : 0);
+	unsigned long pfn;
+
+	lockdep_assert_held(&odp->umem_mutex);
+	if (va < ib_umem_start(odp) || va >= ib_umem_end(odp))
+		return NULL;
+	pfn = odp->map.pfn_list[(va - ib_umem_start(odp)) >> odp->page_shift];
+	if ((pfn & need) != need)
+		return NULL;
+	return hmm_pfn_to_page(pfn);
 }
 
 void rrxe_skb_free(struct sk_buff *skb)

@@ -8,7 +8,7 @@ use crate::{
     datapath::Datapath,
     device::RrxeDev,
     index::Index,
-    mem::Memory,
+    mem::{Memory, OdpMemory},
     mr::Mr,
     params as p,
     qp::Qp,
@@ -21,6 +21,7 @@ use crate::{
         stats::CounterDesc,
         udata::Udata,
         umem::Umem,
+        umem_odp::UmemOdp,
         wr::{RecvWr, SendWr},
     },
     srq::Srq,
@@ -86,7 +87,29 @@ impl Driver for RrxeDev {
             | b::ib_device_cap_flags_IB_DEVICE_FLUSH_PERSISTENT
             | b::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE) as u64;
         attr.max_fast_reg_page_list_len = p::MAX_FAST_REG_PAGES;
-        attr.kernel_cap_flags = u64::from(b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
+        attr.kernel_cap_flags = u64::from(
+            b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG
+                | b::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING,
+        );
+        // On-demand paging as rxe offers it: explicit regions only (no
+        // implicit ODP), for RC and UD.
+        attr.odp_caps.general_caps = u64::from(b::ib_odp_general_cap_bits_IB_ODP_SUPPORT);
+        let odp = |bits: &[u32]| bits.iter().fold(0u32, |acc, b| acc | b);
+        attr.odp_caps.per_transport_caps.rc_odp_caps = odp(&[
+            b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND,
+            b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV,
+            b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE,
+            b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ,
+            b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC,
+            b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV,
+            b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_FLUSH,
+            b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE,
+        ]);
+        attr.odp_caps.per_transport_caps.ud_odp_caps = odp(&[
+            b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND,
+            b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV,
+            b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV,
+        ]);
         attr.max_send_sge = p::MAX_SGE;
         attr.max_recv_sge = p::MAX_SGE;
         attr.max_sge_rd = p::MAX_SGE;
@@ -377,6 +400,7 @@ impl Driver for RrxeDev {
             | ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
             | ib_access_flags_IB_ACCESS_MW_BIND
             | ib_access_flags_IB_ACCESS_FLUSH_GLOBAL
+            | ib_access_flags_IB_ACCESS_ON_DEMAND
             | ib_access_flags_IB_ACCESS_OPTIONAL;
         // rxe advertises persistence (so ib_core lets the flag through) but
         // refuses it for pages that are not persistent memory, as user
@@ -397,18 +421,53 @@ impl Driver for RrxeDev {
             return Err(EINVAL);
         }
         let dev = pd.device::<Self>();
-        let umem = Umem::get(dev, start, length, access)?;
+        let mem = if access & ib_access_flags_IB_ACCESS_ON_DEMAND != 0 {
+            Memory::Odp(OdpMemory::new(UmemOdp::get(dev, start, length, access)?)?)
+        } else {
+            Memory::User(Umem::get(dev, start, length, access)?)
+        };
         keyed_mr(pd, |index, variant, dp| {
-            Mr::new(
-                index,
-                variant,
-                pd.as_raw() as usize,
-                iova,
-                access,
-                Memory::User(umem),
-                dp,
-            )
+            Mr::new(index, variant, pd.as_raw() as usize, iova, access, mem, dp)
         })
+    }
+
+    fn advise_mr(pd: &driver::Pd<Self>, advice: u32, flags: u32, sges: &[b::ib_sge]) -> Result {
+        use b::*;
+        // (write, fault): PREFETCH faults pages in readable, PREFETCH_WRITE
+        // writable, NO_FAULT only takes note of those already present.
+        let (write, fault) = if advice
+            == ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH
+        {
+            (false, true)
+        } else if advice == ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE {
+            (true, true)
+        } else if advice == ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
+        {
+            (false, false)
+        } else {
+            return Err(EOPNOTSUPP);
+        };
+        // rxe faults in at once with the FLUSH flag and otherwise from a
+        // work item, where failures go unreported; rrxe always faults in
+        // during the call, and reports failures only with the flag.
+        let sync = flags & ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0;
+        let regions = &pd.device::<Self>().data().dp.regions;
+        for sge in sges {
+            // Every key is checked first, as rxe does before its work runs.
+            regions.odp(pd.as_raw() as usize, sge.lkey)?;
+        }
+        for sge in sges {
+            let (iova, odp) = regions.odp(pd.as_raw() as usize, sge.lkey)?;
+            if sge.length == 0 {
+                continue;
+            }
+            let off = sge.addr.checked_sub(iova).ok_or(EINVAL)?;
+            let ret = odp.prefetch(off, sge.length.into(), write, fault);
+            if sync {
+                ret?;
+            }
+        }
+        Ok(())
     }
 
     const HW_COUNTERS: &'static [CounterDesc] = &crate::stats::NAMES;
