@@ -250,6 +250,29 @@ server_client() {
     bg_wait "$srv" "$name-server" 60 || fail "$name server failed"
 }
 
+# odp_perftest DEV: ibv_devinfo -v must show DEV's ODP caps (ODP_SUPPORT, RC
+# SEND/RECV/WRITE/READ/ATOMIC), then perftest's ib_write_bw, ib_read_bw and ib_send_bw run
+# with --odp (buffers registered with IBV_ACCESS_ON_DEMAND; perftest quits if the device
+# lacks ODP), 200 iterations of 64 KiB each; fails on a failed run or a bad report.
+odp_perftest() {
+    local dev=$1 gid tool cap
+    gid=$(gid_index "$dev" ipv4) || fail "no RoCE v2 IPv4 GID"
+    ibv_devinfo -v -d "$dev" > /tmp/devinfo.out 2>&1 || fail "ibv_devinfo -v -d $dev failed"
+    awk '/general_odp_caps/ {on=1} /xrc_odp_caps/ {on=0} on' /tmp/devinfo.out | sed 's/^/  devinfo| /'
+    awk '/general_odp_caps/ {on=1; next} on && /_odp_caps/ {on=0} on' /tmp/devinfo.out \
+        | grep -qw ODP_SUPPORT || fail "ibv_devinfo: general_odp_caps lack ODP_SUPPORT"
+    for cap in SUPPORT_SEND SUPPORT_RECV SUPPORT_WRITE SUPPORT_READ SUPPORT_ATOMIC; do
+        awk '/rc_odp_caps/ {on=1; next} on && /_odp_caps/ {on=0} on' /tmp/devinfo.out \
+            | grep -qw "$cap" || fail "ibv_devinfo: rc_odp_caps lack $cap"
+    done
+    for tool in ib_write_bw ib_read_bw ib_send_bw; do
+        server_client "$tool" timeout 120 "$tool" -d "$dev" -x "$gid" -F -s 65536 -n 200 \
+            --odp --report_gbits
+        check_perftest "/tmp/$tool-client.out"
+        log "$tool --odp: $(awk '/#bytes/ {getline; print}' "/tmp/$tool-client.out")"
+    done
+}
+
 # show_counters [DEV]: print the device's non-zero hw_counters (retries, drops ...).
 show_counters() {
     local dev=${1:-$RRXE_DEV} f v

@@ -66,4 +66,11 @@ int t_mw_range(struct env *e);
 int t_mw_type2(struct env *e);
 int t_mw_bind_err(struct env *e);
 
+/* odp.c */
+int t_odp_caps(struct env *e);
+int t_odp_rdma(struct env *e);
+int t_odp_local(struct env *e);
+int t_odp_prefetch(struct env *e);
+int t_odp_invalidate(struct env *e);
+
 #endif

@@ -24,8 +24,8 @@
  *                 the -g GID as both ends, so the device sends to its own
  *                 address), "bounds" (address-space, MR, SGE, MTU and
  *                 Q_Key edges), "protection" (remote accesses the
- *                 responder must refuse), "windows" (memory windows) or
- *                 "rdma_flush" (RDMA FLUSH);
+ *                 responder must refuse), "windows" (memory windows),
+ *                 "rdma_flush" (RDMA FLUSH) or "odp" (on-demand paging);
  *                 "all" runs every case.
  *
  * Output is TAP-like: "ok NAME" or "not ok NAME: reason" per case, then
@@ -39,7 +39,8 @@
  * Files: main.c (options, the case table, running cases), control.c (cases
  * without packets), datapath.c and multi_sge.c (group "datapath"),
  * bounds.c and protection.c (groups "bounds" and "protection", with edge.c),
- * windows.c (group "windows"), flush.c (group "rdma_flush").
+ * windows.c (group "windows"), flush.c (group "rdma_flush"), odp.c (group
+ * "odp").
  * The helpers they share with other test programs are in ../lib (vt.h).
  */
 #define _GNU_SOURCE
@@ -138,6 +139,16 @@ static const struct tcase cases[] = {
 	  "FLUSH without the MR's or QP's FLUSH right, past the MR; FLUSH_PERSISTENT MR: EINVAL" },
 	{ "mw_bind_err", t_mw_bind_err, "windows",
 	  "bind over a region without MW_BIND or past its end: MW_BIND_ERR; dealloc while bound" },
+	{ "odp_caps", t_odp_caps, "odp",
+	  "ODP caps in query_device_ex; ODP registration takes no page; implicit ODP refused" },
+	{ "odp_rdma", t_odp_rdma, "odp",
+	  "WRITE, READ, atomics into untouched ODP pages; data checked" },
+	{ "odp_local", t_odp_local, "odp",
+	  "SEND from / receive into / READ into untouched ODP regions; data checked" },
+	{ "odp_prefetch", t_odp_prefetch, "odp",
+	  "ibv_advise_mr PREFETCH(_WRITE, _NO_FAULT), sync and async; unknown lkey EINVAL" },
+	{ "odp_invalidate", t_odp_invalidate, "odp",
+	  "MADV_DONTNEED and munmap+mmap of ODP pages: new pages reached; unmapped: REM_ACCESS_ERR" },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
