@@ -5,8 +5,9 @@
 # ODP regions, data checked; ibv_advise_mr prefetch (sync and async); MADV_DONTNEED and
 # munmap+mmap of part of a region (invalidation: the new pages are reached, never the old).
 # Then ibv_devinfo -v must show the ODP caps, and perftest's ib_write_bw, ib_read_bw and
-# ib_send_bw run with --odp (their buffers registered with IBV_ACCESS_ON_DEMAND; perftest
-# quits if the device lacks ODP). The same runs pass on upstream rxe (rxe_odp).
+# ib_send_bw (RC, RC with an SRQ, UD) run with --odp (their buffers registered with
+# IBV_ACCESS_ON_DEMAND; perftest quits if the device lacks ODP). The same runs pass on
+# upstream rxe (rxe_odp).
 # topology: single
 # timeout: 420
 . "$RRXE_LIB"

@@ -253,7 +253,8 @@ server_client() {
 # odp_perftest DEV: ibv_devinfo -v must show DEV's ODP caps (ODP_SUPPORT, RC
 # SEND/RECV/WRITE/READ/ATOMIC), then perftest's ib_write_bw, ib_read_bw and ib_send_bw run
 # with --odp (buffers registered with IBV_ACCESS_ON_DEMAND; perftest quits if the device
-# lacks ODP), 200 iterations of 64 KiB each; fails on a failed run or a bad report.
+# lacks ODP), 200 iterations of 64 KiB each, then ib_send_bw --odp with an SRQ and over UD
+# (1 KiB); fails on a failed run or a bad report.
 odp_perftest() {
     local dev=$1 gid tool cap
     gid=$(gid_index "$dev" ipv4) || fail "no RoCE v2 IPv4 GID"
@@ -271,6 +272,15 @@ odp_perftest() {
         check_perftest "/tmp/$tool-client.out"
         log "$tool --odp: $(awk '/#bytes/ {getline; print}' "/tmp/$tool-client.out")"
     done
+    # Receives from an SRQ, and UD (one MTU per message).
+    server_client send_srq timeout 120 ib_send_bw -d "$dev" -x "$gid" -F -s 65536 -n 200 \
+        --use-srq --odp --report_gbits
+    check_perftest /tmp/send_srq-client.out
+    server_client send_ud timeout 120 ib_send_bw -d "$dev" -x "$gid" -F -c UD -s 1024 -n 200 \
+        --odp --report_gbits
+    check_perftest /tmp/send_ud-client.out
+    log "ib_send_bw --use-srq --odp: $(awk '/#bytes/ {getline; print}' /tmp/send_srq-client.out)"
+    log "ib_send_bw -c UD --odp: $(awk '/#bytes/ {getline; print}' /tmp/send_ud-client.out)"
 }
 
 # show_counters [DEV]: print the device's non-zero hw_counters (retries, drops ...).
