@@ -409,7 +409,9 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
             dp.drop_packet(Counter::RcvdHdrErr);
         }
     }
-    if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS && rc.state() == QpState::Rts {
+    // (The WQE buffer is only set up when a request waits.)
+    if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS && rc.state() == QpState::Rts && sq.count() > 0
+    {
         let mut buf = [0u8; wqe::SEND_WQE_READ];
         while rc.send_room() > 0 && sq.peek(&mut buf) {
             sq.advance();
