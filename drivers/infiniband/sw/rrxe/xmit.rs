@@ -25,6 +25,10 @@ use crate::{
 };
 use kernel::prelude::*;
 
+/// A packet delivered locally with at least this many bytes (BTH to ICRC)
+/// lets its receiver run from its work item (see [`Path::send`]).
+const PIPELINE_BYTES: u64 = 1024;
+
 /// The kernel's CRC-32 (`crc32_le`) for the ICRC.
 pub(crate) fn crc32(crc: u32, data: &[u8]) -> u32 {
     // SAFETY: `data` is a valid buffer of `data.len()` bytes.
@@ -147,7 +151,17 @@ impl Path {
             dp.stats.add(Counter::SentBytes, len);
             dp.stats.inc(Counter::RcvdPkts);
             dp.stats.add(Counter::RcvdBytes, len);
-            return dp.deliver(dest_qpn, skb, depth.saturating_add(1));
+            // A full-size packet is part of a stream: the receiving QP runs
+            // from its work item, on another CPU, while this one builds the
+            // next packets, so the two ends of a transfer run side by side.
+            // Small packets (latency, small messages, ACKs) are served at
+            // once, in this context.
+            let depth = if len >= PIPELINE_BYTES {
+                crate::exec::DEFER
+            } else {
+                depth.saturating_add(1)
+            };
+            return dp.deliver(dest_qpn, skb, depth);
         }
         let seal = |p: &mut [u8]| icrc::fill_ip_packet(&mut crc32, p).map_err(|_| EINVAL);
         let res = route::send(
