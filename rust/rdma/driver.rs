@@ -226,6 +226,23 @@ pub struct NewMr<M> {
     pub rkey: u32,
 }
 
+/// What `ibv_rereg_mr` asks of a user memory region (the arguments of
+/// `ib_device_ops.rereg_user_mr` but the region, PD and udata), as ib_core
+/// passes them after its own checks.
+pub struct ReregMr {
+    /// Which changes are asked (`enum ib_mr_rereg_flags`), never none.
+    pub flags: u32,
+    /// New user address of the memory (`IB_MR_REREG_TRANS`).
+    pub start: u64,
+    /// New length in bytes (`IB_MR_REREG_TRANS`).
+    pub length: u64,
+    /// New address of byte 0 as peers name it (`IB_MR_REREG_TRANS`).
+    pub iova: u64,
+    /// New `IB_ACCESS_*` flags (`IB_MR_REREG_ACCESS`), already checked by
+    /// `ib_check_mr_access` against the device's capabilities.
+    pub access: u32,
+}
+
 /// An RDMA driver: its device data type, object types and verbs.
 #[vtable]
 pub trait Driver: Sized + Send + Sync + 'static {
@@ -397,6 +414,15 @@ pub trait Driver: Sized + Send + Sync + 'static {
         udata: &mut Udata,
     ) -> Result<NewMr<Self::Mr>>;
 
+    /// `ibv_rereg_mr`: changes the user region `mr` in place as `req` asks,
+    /// its keys unchanged. `pd` is the PD the region moves to with
+    /// `IB_MR_REREG_PD` (ib_core records it in `mr` after success), its own
+    /// PD otherwise. A driver that would need a new region for the change
+    /// refuses it: this abstraction does not hand ib_core a new one.
+    fn rereg_user_mr(_mr: &Mr<Self>, _req: &ReregMr, _pd: &Pd<Self>, _udata: &mut Udata) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
     /// `ibv_advise_mr`: acts on `advice` (`enum ib_uverbs_advise_mr_advice`)
     /// for the ranges `sges` name by local key in `pd`; `flags` holds
     /// `IB_UVERBS_ADVISE_MR_FLAG_FLUSH` for a synchronous call.
@@ -488,6 +514,7 @@ impl<T: Driver> OpsTable<T> {
             dealloc_mw: op!(T::HAS_ALLOC_MW, Self::dealloc_mw),
             map_mr_sg: op!(T::HAS_ALLOC_MR, Self::map_mr_sg),
             dereg_mr: op!(T::HAS_REG_USER_MR, Self::dereg_mr),
+            rereg_user_mr: op!(T::HAS_REREG_USER_MR, Self::rereg_user_mr),
             advise_mr: op!(T::HAS_ADVISE_MR, Self::advise_mr),
             alloc_hw_port_stats: op!(T::HAS_GET_HW_STATS, Self::alloc_hw_port_stats),
             get_hw_stats: op!(T::HAS_GET_HW_STATS, Self::get_hw_stats),
@@ -1229,6 +1256,46 @@ impl<T: Driver> OpsTable<T> {
                 &mut udata,
             )?)
         })
+    }
+
+    /// # Safety
+    ///
+    /// Only called by ib_core, as the `rereg_user_mr` callback of a device
+    /// of driver `T`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "C" fn rereg_user_mr(
+        mr: *mut b::ib_mr,
+        flags: c_int,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        pd: *mut b::ib_pd,
+        udata: *mut b::ib_udata,
+    ) -> *mut b::ib_mr {
+        // SAFETY: ib_core passes a user region of this device, which
+        // `reg_user_mr` made with `new_boxed` and which ib_core keeps (under
+        // its write lock) for the call; a live PD of the same device; and a
+        // NULL or valid udata.
+        let (obj, pd, mut udata) = unsafe {
+            (
+                Mr::<T>::from_raw(mr),
+                Pd::<T>::from_raw(pd),
+                Udata::from_raw(udata),
+            )
+        };
+        let req = ReregMr {
+            flags: flags as u32,
+            start,
+            length,
+            iova,
+            access: access as u32,
+        };
+        match T::rereg_user_mr(obj, &req, pd, &mut udata) {
+            // NULL: the region changed in place, no new one.
+            Ok(()) => core::ptr::null_mut(),
+            Err(e) => e.to_ptr(),
+        }
     }
 
     /// # Safety

@@ -13,7 +13,11 @@ use core::{
     ptr::NonNull,
     sync::atomic::{AtomicU64, Ordering},
 };
-use kernel::{error::from_err_ptr, page::PAGE_SIZE, prelude::*};
+use kernel::{
+    error::{from_err_ptr, to_result},
+    page::PAGE_SIZE,
+    prelude::*,
+};
 
 /// User pages pinned for the lifetime of the object.
 ///
@@ -86,6 +90,16 @@ impl Umem {
     /// Whether the region is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Whether `rereg_mr` may change the region as `flags`
+    /// (`enum ib_mr_rereg_flags`) and `access` ask, pages kept: ib_core's
+    /// answer (`EACCES` for rights to write to pages pinned read-only).
+    pub fn check_rereg(&self, flags: u32, access: u32) -> Result {
+        // SAFETY: `raw` is a valid umem (invariant); the call only reads it.
+        to_result(unsafe {
+            b::ib_umem_check_rereg(self.raw.as_ptr(), flags as c_int, access as c_int)
+        })
     }
 
     /// Calls `f(page, offset in page, range of the caller's buffer)` for every

@@ -18,7 +18,11 @@ use super::{
     umem::{page_atomic_u64, page_copy},
 };
 use core::ptr::NonNull;
-use kernel::{error::from_err_ptr, page::PAGE_SIZE, prelude::*};
+use kernel::{
+    error::{from_err_ptr, to_result},
+    page::PAGE_SIZE,
+    prelude::*,
+};
 
 /// The MMU notifier's callback: the process is about to change
 /// `[range.start, range.end)`; forget the pages of that range.
@@ -128,6 +132,22 @@ impl UmemOdp {
     /// Whether the region is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Whether `rereg_mr` may change the region as `flags`
+    /// (`enum ib_mr_rereg_flags`) and `access` ask, pages kept: ib_core's
+    /// answer (`EACCES` for rights to write to a region registered
+    /// read-only).
+    pub fn check_rereg(&self, flags: u32, access: u32) -> Result {
+        // SAFETY: `raw` is a valid ODP umem (invariant), which embeds its
+        // `ib_umem`; the call only reads it.
+        to_result(unsafe {
+            b::ib_umem_check_rereg(
+                &raw mut (*self.raw.as_ptr()).umem,
+                flags as c_int,
+                access as c_int,
+            )
+        })
     }
 
     /// Whether the region was registered with a right to write to it.

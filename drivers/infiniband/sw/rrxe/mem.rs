@@ -22,7 +22,7 @@ use crate::{
     rdma::{bindings as b, umem::Umem, umem_odp::UmemOdp},
     sync::table::Table,
 };
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use kernel::{
     new_mutex, new_spinlock_irq,
     prelude::*,
@@ -344,15 +344,20 @@ impl FastMap {
 }
 
 /// A registered region as the datapath sees it.
+///
+/// Its protection domain and access flags change with `rereg_mr`
+/// ([`Regions::rereg`]): both are written and read only under the table's
+/// lock, so every lookup sees the pair of one registration, never one half
+/// of each.
 pub(crate) struct Region {
     /// Full key (index and variant); a stale key does not match.
     pub(crate) key: u32,
     /// Protection domain, for comparison only.
-    pub(crate) pd: usize,
+    pd: AtomicUsize,
     /// Address of byte 0 as peers and work requests name it.
     pub(crate) iova: u64,
     /// `IB_ACCESS_*` flags.
-    pub(crate) access: u32,
+    access: AtomicU32,
     /// The memory.
     pub(crate) mem: Memory,
     /// The datapath has looked the region up (deregistration then waits).
@@ -364,9 +369,9 @@ impl Region {
     pub(crate) fn new(key: u32, pd: usize, iova: u64, access: u32, mem: Memory) -> Self {
         Self {
             key,
-            pd,
+            pd: AtomicUsize::new(pd),
             iova,
-            access,
+            access: AtomicU32::new(access),
             mem,
             used: AtomicBool::new(false),
         }
@@ -444,14 +449,80 @@ impl Regions {
     /// The ODP memory of the region `key` of PD `pd` that grants local
     /// writes, as `advise_mr` takes it.
     pub(crate) fn odp(&self, pd: usize, key: u32) -> Result<(u64, Arc<OdpMemory>)> {
-        let r = self.table.get(index(key)).ok_or(EINVAL)?;
-        if r.pd != pd || r.key != key || r.access & b::ib_access_flags_IB_ACCESS_LOCAL_WRITE == 0 {
+        let (r, rights) = self.get(key, false).ok_or(EINVAL)?;
+        if rights.pd != pd
+            || r.key != key
+            || rights.access & b::ib_access_flags_IB_ACCESS_LOCAL_WRITE == 0
+        {
             return Err(EINVAL);
         }
         match &r.mem {
             Memory::Odp(o) => Ok((r.iova, o.clone())),
             _ => Err(EINVAL),
         }
+    }
+
+    /// The region with `key`'s index and its rights, read together under
+    /// the table's lock; `mark`: as a use by the datapath, which
+    /// `Regions::remove` either sees, or the region was gone before.
+    fn get(&self, key: u32, mark: bool) -> Option<(Arc<Region>, Rights)> {
+        let mut rights = Rights { pd: 0, access: 0 };
+        let r = self.table.get_and(index(key), |r| {
+            if mark {
+                r.used.store(true, Ordering::Relaxed);
+            }
+            rights = Rights {
+                pd: r.pd.load(Ordering::Relaxed),
+                access: r.access.load(Ordering::Relaxed),
+            };
+        })?;
+        Some((r, rights))
+    }
+
+    /// `rereg_mr` (`flags`: `enum ib_mr_rereg_flags`) of the user region
+    /// `key`: moves it to protection domain `pd` and/or gives it access
+    /// flags `access`, both at once for every lookup (see [`Region`]).
+    /// Refused as rxe refuses it: `ib_umem_check_rereg`'s answer first
+    /// (rights to write need pages pinned writable), then `EOPNOTSUPP` for
+    /// flags outside `supported`.
+    pub(crate) fn rereg(
+        &self,
+        key: u32,
+        flags: u32,
+        pd: Option<usize>,
+        access: Option<u32>,
+        supported: u32,
+    ) -> Result {
+        let r = self.table.get(index(key)).ok_or(EINVAL)?;
+        if r.key != key {
+            return Err(EINVAL);
+        }
+        match &r.mem {
+            Memory::User(umem) => umem.check_rereg(flags, access.unwrap_or(0))?,
+            Memory::Odp(o) => match &*o.umem.lock() {
+                Some(u) => u.check_rereg(flags, access.unwrap_or(0))?,
+                None => return Err(EINVAL),
+            },
+            // Not user regions: rereg_mr never names them.
+            _ => return Err(EINVAL),
+        }
+        if access.is_some_and(|a| a & !supported != 0) {
+            return Err(EOPNOTSUPP);
+        }
+        // (The verb's region holds the index, and ib_core does not let it be
+        // deregistered during the call: the entry is still this region.)
+        self.table.get_and(index(key), |r| {
+            if r.key != key {
+                return;
+            }
+            if let Some(pd) = pd {
+                r.pd.store(pd, Ordering::Relaxed);
+            }
+            if let Some(access) = access {
+                r.access.store(access, Ordering::Relaxed);
+            }
+        });
+        Ok(())
     }
 
     /// Memory as QP `qpn` of protection domain `pd` may use it, from a run
@@ -464,6 +535,13 @@ impl Regions {
             may_sleep,
         }
     }
+}
+
+/// A region's protection domain and access flags as one lookup saw them.
+#[derive(Clone, Copy)]
+struct Rights {
+    pd: usize,
+    access: u32,
 }
 
 /// The view of one QP: keys of other PDs do not resolve, and type 2
@@ -511,12 +589,15 @@ enum Target<'a> {
 impl PdMemory<'_> {
     /// The region with `key`'s index, if it belongs to this PD.
     fn lookup(&self, key: u32) -> Result<Arc<Region>, MemError> {
-        // Marked under the table's lock: `Regions::remove` either sees the
-        // mark, or the region was gone before this lookup.
+        self.lookup_rights(key).map(|(r, _)| r)
+    }
+
+    /// As [`Self::lookup`], with the access flags the region had then.
+    fn lookup_rights(&self, key: u32) -> Result<(Arc<Region>, u32), MemError> {
         self.regions
-            .table
-            .get_and(index(key), |r| r.used.store(true, Ordering::Relaxed))
-            .filter(|r| r.pd == self.pd)
+            .get(key, true)
+            .filter(|(_, rights)| rights.pd == self.pd)
+            .map(|(r, rights)| (r, rights.access))
             .ok_or(MemError::BadKey)
     }
 
@@ -530,7 +611,7 @@ impl PdMemory<'_> {
         access: Access,
         f: impl FnOnce(Target<'_>) -> Result<R, MemError>,
     ) -> Result<R, MemError> {
-        let r = self.lookup(key)?;
+        let (r, flags) = self.lookup_rights(key)?;
         if let Memory::Fast(map) = &r.mem {
             // The datapath's copy runs under the lock, so a registration
             // or invalidation happens before or after it, not during.
@@ -553,7 +634,7 @@ impl PdMemory<'_> {
         }
         let allowed = match r.mem {
             Memory::KernelDma => matches!(access, Access::LocalRead | Access::LocalWrite),
-            _ => flags_allow(r.access, access),
+            _ => flags_allow(flags, access),
         };
         if !allowed {
             return Err(MemError::AccessDenied);
@@ -674,7 +755,7 @@ impl PdMemory<'_> {
     /// inside the region.
     fn binding(&self, req: &MwBind) -> Result<Binding, MemError> {
         use b::*;
-        let mr = self.lookup(req.mr_key)?;
+        let (mr, flags) = self.lookup_rights(req.mr_key)?;
         let Memory::User(umem) = &mr.mem else {
             return Err(MemError::AccessDenied);
         };
@@ -684,9 +765,9 @@ impl PdMemory<'_> {
         let writes =
             ib_access_flags_IB_ACCESS_REMOTE_WRITE | ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
         if mr.key != req.mr_key
-            || mr.access & ib_access_flags_IB_ACCESS_MW_BIND == 0
+            || flags & ib_access_flags_IB_ACCESS_MW_BIND == 0
             || req.access & !remote != 0
-            || (req.access & writes != 0 && mr.access & ib_access_flags_IB_ACCESS_LOCAL_WRITE == 0)
+            || (req.access & writes != 0 && flags & ib_access_flags_IB_ACCESS_LOCAL_WRITE == 0)
         {
             return Err(MemError::AccessDenied);
         }

@@ -87,6 +87,21 @@ impl Mr {
         self.fast.as_deref().ok_or(EINVAL)
     }
 
+    /// `rereg_mr` of a user region (`flags`: `enum ib_mr_rereg_flags`):
+    /// moves it to PD `pd` and/or gives it `access` flags, which must lie
+    /// in `supported`; see [`crate::mem::Regions::rereg`].
+    pub(crate) fn rereg(
+        &self,
+        flags: u32,
+        pd: Option<usize>,
+        access: Option<u32>,
+        supported: u32,
+    ) -> Result {
+        self.dp
+            .regions
+            .rereg(self.key, flags, pd, access, supported)
+    }
+
     /// The local and remote key.
     pub(crate) fn key(&self) -> u32 {
         self.key

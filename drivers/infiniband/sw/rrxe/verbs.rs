@@ -16,7 +16,7 @@ use crate::{
         attr::{ib_mtu_for, DeviceAttr, PortAttr, PortImmutable},
         bindings as b,
         device::Device,
-        driver::{self, CqRef, Driver, NewMr, SrqRef},
+        driver::{self, CqRef, Driver, NewMr, ReregMr, SrqRef},
         qp::{AhAttr, QpAttr, QpInit, SrqInit},
         stats::CounterDesc,
         udata::Udata,
@@ -394,21 +394,13 @@ impl Driver for RrxeDev {
         _udata: &mut Udata,
     ) -> Result<NewMr<Mr>> {
         use b::*;
-        let supported = ib_access_flags_IB_ACCESS_LOCAL_WRITE
-            | ib_access_flags_IB_ACCESS_REMOTE_WRITE
-            | ib_access_flags_IB_ACCESS_REMOTE_READ
-            | ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
-            | ib_access_flags_IB_ACCESS_MW_BIND
-            | ib_access_flags_IB_ACCESS_FLUSH_GLOBAL
-            | ib_access_flags_IB_ACCESS_ON_DEMAND
-            | ib_access_flags_IB_ACCESS_OPTIONAL;
         // rxe advertises persistence (so ib_core lets the flag through) but
         // refuses it for pages that are not persistent memory, as user
         // pages on a machine without pmem never are.
         if access & ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT != 0 {
             return Err(EINVAL);
         }
-        if access & !supported != 0 {
+        if access & !MR_ACCESS != 0 {
             return Err(EOPNOTSUPP);
         }
         // Peers and work requests name the region's bytes `iova` to
@@ -429,6 +421,27 @@ impl Driver for RrxeDev {
         keyed_mr(pd, |index, variant, dp| {
             Mr::new(index, variant, pd.as_raw() as usize, iova, access, mem, dp)
         })
+    }
+
+    fn rereg_user_mr(
+        mr: &driver::Mr<Self>,
+        req: &ReregMr,
+        pd: &driver::Pd<Self>,
+        _udata: &mut Udata,
+    ) -> Result {
+        use b::*;
+        let pd_flag = ib_mr_rereg_flags_IB_MR_REREG_PD;
+        let access_flag = ib_mr_rereg_flags_IB_MR_REREG_ACCESS;
+        // As rxe: a new PD or new access flags, not a new translation
+        // (`IB_MR_REREG_TRANS`).
+        if req.flags & !(pd_flag | access_flag) != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        // rxe lets FLUSH_PERSISTENT through here, unlike at registration;
+        // a FLUSH that asks for persistence still fails (see `mem`).
+        let access = (req.flags & access_flag != 0).then_some(req.access);
+        let pd = (req.flags & pd_flag != 0).then(|| pd.as_raw() as usize);
+        mr.data().rereg(req.flags, pd, access, MR_ACCESS)
     }
 
     fn advise_mr(pd: &driver::Pd<Self>, advice: u32, flags: u32, sges: &[b::ib_sge]) -> Result {
@@ -486,6 +499,18 @@ impl Driver for RrxeDev {
         crate::device::untrack(dev);
     }
 }
+
+/// `IB_ACCESS_*` flags a user region may have (rxe's
+/// `RXE_ACCESS_SUPPORTED_MR`).
+const MR_ACCESS: u32 = b::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+    | b::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+    | b::ib_access_flags_IB_ACCESS_REMOTE_READ
+    | b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
+    | b::ib_access_flags_IB_ACCESS_MW_BIND
+    | b::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL
+    | b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT
+    | b::ib_access_flags_IB_ACCESS_ON_DEMAND
+    | b::ib_access_flags_IB_ACCESS_OPTIONAL;
 
 /// A new memory region of `pd`'s device under a fresh key, which `make`
 /// builds from the key's index and 8-bit variant; its local and remote
