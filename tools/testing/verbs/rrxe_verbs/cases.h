@@ -73,4 +73,10 @@ int t_odp_local(struct env *e);
 int t_odp_prefetch(struct env *e);
 int t_odp_invalidate(struct env *e);
 
+/* rereg.c */
+int t_rereg_access(struct env *e);
+int t_rereg_pd(struct env *e);
+int t_rereg_bad(struct env *e);
+int t_rereg_odp(struct env *e);
+
 #endif

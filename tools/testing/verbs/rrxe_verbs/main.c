@@ -25,7 +25,8 @@
  *                 address), "bounds" (address-space, MR, SGE, MTU and
  *                 Q_Key edges), "protection" (remote accesses the
  *                 responder must refuse), "windows" (memory windows),
- *                 "rdma_flush" (RDMA FLUSH) or "odp" (on-demand paging);
+ *                 "rdma_flush" (RDMA FLUSH), "odp" (on-demand paging) or
+ *                 "rereg" (ibv_rereg_mr of access and PD);
  *                 "all" runs every case.
  *
  * Output is TAP-like: "ok NAME" or "not ok NAME: reason" per case, then
@@ -40,7 +41,7 @@
  * without packets), datapath.c and multi_sge.c (group "datapath"),
  * bounds.c and protection.c (groups "bounds" and "protection", with edge.c),
  * windows.c (group "windows"), flush.c (group "rdma_flush"), odp.c (group
- * "odp").
+ * "odp"), rereg.c (group "rereg").
  * The helpers they share with other test programs are in ../lib (vt.h).
  */
 #define _GNU_SOURCE
@@ -149,6 +150,14 @@ static const struct tcase cases[] = {
 	  "ibv_advise_mr PREFETCH(_WRITE, _NO_FAULT), sync and async; unknown lkey EINVAL" },
 	{ "odp_invalidate", t_odp_invalidate, "odp",
 	  "MADV_DONTNEED and munmap+mmap of ODP pages: new pages reached; unmapped: REM_ACCESS_ERR" },
+	{ "rereg_access", t_rereg_access, "rereg",
+	  "rereg access without REMOTE_WRITE: WRITE REM_ACCESS_ERR, READ works; back: WRITE works" },
+	{ "rereg_pd", t_rereg_pd, "rereg",
+	  "rereg PD: the new PD's QPs reach the MR (rkey and lkey), the old one's REM_ACCESS_ERR" },
+	{ "rereg_bad", t_rereg_bad, "rereg",
+	  "rereg: no flag, TRANSLATION, bad access, write on read-only pages refused; MR unchanged" },
+	{ "rereg_odp", t_rereg_odp, "rereg",
+	  "rereg access of ODP regions: WRITE refused, then works; write on a read-only one EACCES" },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
