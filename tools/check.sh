@@ -12,7 +12,8 @@ variant=${KERNEL_VARIANT:-normal}
 # rrxe_nvmeof is not among them: its data verifies there, but lockdep flags
 # nvmet-rdma's lock order (Documentation/testing.rst, "NVMe over Fabrics").
 DEBUG_TESTS="rrxe_objects rrxe_lifecycle rrxe_verbs rrxe_datapath rrxe_bounds rrxe_rc_pingpong rrxe_rping rrxe_pair_vanish
-    rrxe_verbsfuzz rrxe_wirefuzz rrxe_teardown_link rrxe_teardown_rmmod rrxe_windows rrxe_flush rrxe_odp"
+    rrxe_verbsfuzz rrxe_wirefuzz rrxe_teardown_link rrxe_teardown_rmmod rrxe_windows rrxe_flush rrxe_odp
+    rrxe_rereg"
 mkdir -p "$RRXE_OUT/check"
 results="$RRXE_OUT/results.txt"
 : > "$results"
