@@ -84,6 +84,17 @@ impl NetDevice {
         unsafe { b::rrxe_dev_net(self.as_raw()) }
     }
 
+    /// The network namespace the device is in.
+    ///
+    /// A device can move to another namespace (under RTNL); the one it was
+    /// in then lives on at least until that namespace's exit methods run.
+    pub fn namespace(&self) -> &super::ns::Net {
+        // SAFETY: By the invariant the device is alive; a namespace is
+        // dismantled only after its devices are unregistered or moved out,
+        // and its exit methods run before its memory goes.
+        unsafe { super::ns::Net::from_raw(self.net()) }
+    }
+
     /// The 6-byte Ethernet address.
     pub fn mac(&self) -> [u8; 6] {
         let mut mac = [0u8; 6];

@@ -32,10 +32,14 @@ pub(crate) fn init() {
     unsafe { DEVICES.init() };
 }
 
-/// A registered device and the net device it runs over.
+/// A registered device, the net device it runs over, and where its packets
+/// come in: the namespace and interface index the net device had when the
+/// device was added (it may move or be renumbered before the device goes).
 struct Entry {
     ib: usize,
     netdev: usize,
+    space: Arc<crate::netns::Space>,
+    ifindex: u32,
 }
 
 /// Driver data of an rrxe device.
@@ -121,35 +125,42 @@ pub(crate) fn add(name: &CStr, netdev: &NetDevice) -> Result {
 }
 
 /// Records a device that has just been registered, and makes its packets
-/// reach it.
+/// reach it (opening its namespace's sockets if it is the first there).
 pub(crate) fn track(dev: &Device<RrxeDev>) -> Result {
+    let netdev = &dev.data().netdev;
+    let ifindex = u32::try_from(netdev.ifindex()).map_err(|_| EINVAL)?;
+    let space = crate::netns::join(netdev)?;
     let entry = Entry {
         ib: dev.as_raw() as usize,
-        netdev: dev.data().netdev.as_raw() as usize,
+        netdev: netdev.as_raw() as usize,
+        space: space.clone(),
+        ifindex,
     };
-    let ifindex = u32::try_from(dev.data().netdev.ifindex()).map_err(|_| EINVAL)?;
-    let table = crate::recv::BY_IFINDEX.get().ok_or(ENODEV)?;
-    table.insert(ifindex, dev.data().dp.clone())?;
-    let mut list = DEVICES.lock();
-    if let Err(e) = list.push(entry, GFP_KERNEL) {
-        drop(table.remove(ifindex));
-        return Err(e.into());
+    let added = space.add(ifindex, dev.data().dp.clone()).and_then(|()| {
+        DEVICES.lock().push(entry, GFP_KERNEL).map_err(|e| {
+            space.remove(ifindex);
+            e.into()
+        })
+    });
+    if added.is_err() {
+        crate::netns::leave(&space);
     }
-    Ok(())
+    added
 }
 
 /// Forgets a device ib_core is about to free; its packets are dropped from
-/// now on.
+/// now on (and its namespace's sockets close if it was the last there).
 pub(crate) fn untrack(dev: &Device<RrxeDev>) {
-    if let (Ok(ifindex), Some(table)) = (
-        u32::try_from(dev.data().netdev.ifindex()),
-        crate::recv::BY_IFINDEX.get(),
-    ) {
-        drop(table.remove(ifindex));
-    }
-    let mut list = DEVICES.lock();
-    if let Some(i) = list.iter().position(|e| e.ib == dev.as_raw() as usize) {
-        let _ = list.remove(i);
+    let entry = {
+        let mut list = DEVICES.lock();
+        match list.iter().position(|e| e.ib == dev.as_raw() as usize) {
+            Some(i) => list.remove(i).ok(),
+            None => None,
+        }
+    };
+    if let Some(e) = entry {
+        e.space.remove(e.ifindex);
+        crate::netns::leave(&e.space);
     }
 }
 

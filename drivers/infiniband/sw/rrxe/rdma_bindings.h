@@ -97,6 +97,7 @@ void rrxe_skb_queue_init(struct sk_buff_head *head);
 unsigned int rrxe_skb_queue_len(const struct sk_buff_head *head);
 void rrxe_skb_prepare_output(struct sk_buff *skb, struct dst_entry *dst, bool ipv6);
 struct net *rrxe_dev_net(const struct net_device *ndev);
+void *rrxe_sk_user_data(struct sock *sk);
 int rrxe_dst_cache_init(struct dst_cache *cache);
 void rrxe_local_bh_disable(void);
 void rrxe_local_bh_enable(void);

@@ -2,8 +2,9 @@
 
 //! Received packets: from the UDP socket (softirq) to the QP they are for.
 //!
-//! The UDP layer hands every datagram on port 4791 to [`Receiver`]. It finds
-//! the device by the interface the packet came in on, checks the ICRC over
+//! The UDP layer hands every datagram on port 4791 to the sockets' namespace
+//! ([`crate::netns::Space`]), which finds the device by the interface the
+//! packet came in on; [`dispatch`] checks the ICRC over
 //! the packet's pieces where they lie (no linearisation), and queues the
 //! packet on its destination QP, which then runs at once in this softirq
 //! (or is asked to run again by whichever context is running it). Nothing
@@ -11,10 +12,7 @@
 
 use crate::{
     datapath::Datapath,
-    net::{
-        skb::{SkBuff, MAX_PIECES},
-        udp_tunnel::EncapReceiver,
-    },
+    net::skb::{SkBuff, MAX_PIECES},
     proto::{
         headers::BthRepr,
         icrc::{self, IpHeader},
@@ -22,7 +20,6 @@ use crate::{
         HeaderRepr, Payload,
     },
     stats::Counter,
-    sync::table::Table,
     xmit::crc32,
 };
 use kernel::sync::Arc;
@@ -30,30 +27,8 @@ use kernel::sync::Arc;
 /// Bytes of a UDP header.
 const UDP_HLEN: usize = 8;
 
-/// Every rrxe device's datapath by the interface index of its net device.
-pub(crate) static BY_IFINDEX: crate::sync::global::Global<Table<Datapath>> =
-    crate::sync::global::Global::new();
-
-/// Takes the datagrams of the RoCE v2 UDP sockets.
-pub(crate) struct Receiver;
-
-impl EncapReceiver for Receiver {
-    fn receive(skb: SkBuff) {
-        let Some(devices) = BY_IFINDEX.get() else {
-            return;
-        };
-        let Ok(ifindex) = u32::try_from(skb.ifindex()) else {
-            return;
-        };
-        let Some(dp) = devices.get(ifindex) else {
-            return;
-        };
-        dispatch(&dp, skb);
-    }
-}
-
 /// Checks a packet that came from the wire and queues it on its QP.
-fn dispatch(dp: &Arc<Datapath>, mut skb: SkBuff) {
+pub(crate) fn dispatch(dp: &Arc<Datapath>, mut skb: SkBuff) {
     // The UDP and IP headers go to the front of the skb's data, the RoCE
     // headers must be in one place to be read.
     if !skb.pull_into_linear(UDP_HLEN.saturating_add(BTH_LEN)) || !skb.pull(UDP_HLEN) {

@@ -48,6 +48,7 @@ mod index;
 mod mcast;
 mod mem;
 mod mr;
+mod netns;
 mod params;
 mod qp;
 mod queue;
@@ -66,11 +67,10 @@ use device::RrxeDev;
 
 use net::{
     netdev::{NetDevice, NetdevNotifier},
-    udp_tunnel::{Family, TunnelSocket},
+    ns::PernetRegistration,
 };
-use proto::headers::ROCE_V2_PORT;
 use rdma::link::{LinkHandler, LinkRegistration};
-use sync::{table::Table, workqueue::OwnedQueue};
+use sync::workqueue::OwnedQueue;
 
 module! {
     type: RrxeModule,
@@ -96,28 +96,8 @@ impl LinkHandler for Rrxe {
 struct RrxeModule {
     link: Option<Pin<KBox<LinkRegistration<Rrxe>>>>,
     notifier: Option<Pin<KBox<NetdevNotifier<device::NetdevEvents>>>>,
-    sockets: Option<Sockets>,
-}
-
-/// The RoCE v2 UDP sockets (port 4791): IPv4, and IPv6 where the kernel
-/// has it.
-struct Sockets {
-    _v4: TunnelSocket<recv::Receiver>,
-    _v6: Option<TunnelSocket<recv::Receiver>>,
-}
-
-impl Sockets {
-    fn open() -> Result<Self> {
-        let v4 = TunnelSocket::open(Family::V4, ROCE_V2_PORT)?;
-        let v6 = match TunnelSocket::open(Family::V6, ROCE_V2_PORT) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                pr_warn!("no IPv6 RoCE v2 socket ({:?}): IPv4 only\n", e);
-                None
-            }
-        };
-        Ok(Self { _v4: v4, _v6: v6 })
-    }
+    /// Closes a namespace's RoCE v2 sockets when it goes (`netns.rs`).
+    pernet: Option<Pin<KBox<PernetRegistration<netns::NsExit>>>>,
 }
 
 impl kernel::Module for RrxeModule {
@@ -135,14 +115,14 @@ impl kernel::Module for RrxeModule {
         }
         device::init();
         exec::QUEUE.set(KBox::pin(OwnedQueue::new(c"rrxe")?, GFP_KERNEL)?)?;
-        recv::BY_IFINDEX.set(KBox::pin_init(Table::new(), GFP_KERNEL)?)?;
+        netns::init();
         let mut m = RrxeModule {
             link: None,
             notifier: None,
-            sockets: None,
+            pernet: None,
         };
         // On an error, dropping `m` undoes whatever was set up.
-        m.sockets = Some(Sockets::open()?);
+        m.pernet = Some(KBox::pin_init(PernetRegistration::register(), GFP_KERNEL)?);
         m.notifier = Some(KBox::pin_init(
             NetdevNotifier::register(device::NetdevEvents),
             GFP_KERNEL,
@@ -158,20 +138,20 @@ impl kernel::Module for RrxeModule {
 
 impl Drop for RrxeModule {
     fn drop(&mut self) {
-        // No new devices from here on, no more packets (closing the sockets
-        // waits for receives in progress), no more net device events; then
-        // remove what exists (ib_core destroys every QP), and run the QP
-        // work still queued before the code goes.
+        // No new devices from here on, no more packets (unregistering the
+        // pernet operations closes every namespace's sockets, which waits
+        // for receives in progress), no more net device events; then remove
+        // what exists (ib_core destroys every QP), and run the QP work still
+        // queued before the code goes.
         self.link = None;
-        self.sockets = None;
+        self.pernet = None;
         self.notifier = None;
         device::remove_all();
         // SAFETY: Every device, and so every QP that could queue work or
         // look a device up, is gone; work items still queued cope with the
         // queue going away (they queue nothing more).
         drop(unsafe { exec::QUEUE.take() });
-        // SAFETY: As above: nothing looks devices up any more.
-        drop(unsafe { recv::BY_IFINDEX.take() });
+        netns::clear();
         pr_info!("unloaded\n");
     }
 }

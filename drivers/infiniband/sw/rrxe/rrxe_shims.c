@@ -421,6 +421,12 @@ struct net *rrxe_dev_net(const struct net_device *ndev)
 	return dev_net(ndev);
 }
 
+/* A tunnel socket's user data; under the RCU read lock. */
+void *rrxe_sk_user_data(struct sock *sk)
+{
+	return rcu_dereference_sk_user_data(sk);
+}
+
 int rrxe_dst_cache_init(struct dst_cache *cache)
 {
 	return dst_cache_init(cache, GFP_KERNEL);

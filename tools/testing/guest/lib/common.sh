@@ -139,13 +139,14 @@ rxe_verbs_cases() {
     timeout 150 rrxe_verbs -v -d rxe0 -g "$gid" "$@" || fail "rrxe_verbs $* on rxe rc=$?"
 }
 
-# gid_index DEV [ipv4|ipv6]: print the GID table index of the RoCE v2 GID for
-# eth0's IPv4 (default) or global IPv6 address. Waits up to 10 s for the GID table.
+# gid_index DEV [ipv4|ipv6] [IPV4]: print the GID table index of the RoCE v2 GID for
+# eth0's IPv4 (default) or global IPv6 address, or for address IPV4. Waits up to 10 s
+# for the GID table.
 gid_index() {
     local dev=$1 fam=${2:-ipv4} want n
     if [ "$fam" = ipv4 ]; then
         # IPv4-mapped IPv6: ::ffff:a.b.c.d
-        want=$(echo "$RRXE_IP4" | awk -F. '{printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", $1, $2, $3, $4}')
+        want=$(echo "${3:-$RRXE_IP4}" | awk -F. '{printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", $1, $2, $3, $4}')
     else
         want=$(echo "$RRXE_IP6" | awk -F: '{printf "2001:0db8:0000:0000:0000:0000:0000:%04x", ("0x" $NF) + 0}')
     fi
