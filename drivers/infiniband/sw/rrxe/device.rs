@@ -127,6 +127,12 @@ pub(crate) fn add(name: &CStr, netdev: &NetDevice) -> Result {
 /// Records a device that has just been registered, and makes its packets
 /// reach it (opening its namespace's sockets if it is the first there).
 pub(crate) fn track(dev: &Device<RrxeDev>) -> Result {
+    // ib_core enables a device again after moving it to another namespace
+    // (`rdma dev set DEV netns NS` in exclusive mode): packets reach it
+    // already, through its net device's namespace, which did not change.
+    if DEVICES.lock().iter().any(|e| e.ib == dev.as_raw() as usize) {
+        return Ok(());
+    }
     let netdev = &dev.data().netdev;
     let ifindex = u32::try_from(netdev.ifindex()).map_err(|_| EINVAL)?;
     let space = crate::netns::join(netdev)?;

@@ -9,7 +9,8 @@
 # the namespaces' UDP port 4791 sockets open with their first device and close with
 # their last; moving a net device out of its namespace removes its device; deleting a
 # namespace removes the devices on both veth ends; a namespace made again carries
-# traffic again; the driver unloads.
+# traffic again; in ib_core's exclusive netns mode a device moves to a namespace
+# (`rdma dev set DEV netns NS`) and back when it is deleted; the driver unloads.
 
 NS_NETS="198.51.100 203.0.113"
 
@@ -128,6 +129,27 @@ netns_test() {
     wait_for 20 ns_udp_free ||
         fail "UDP 4791 still bound with no device left"
 
+    # Exclusive mode: an RDMA device moves to a namespace (`rdma dev set`), is seen
+    # only there, and comes back when the namespace is deleted (ib_core enables it
+    # again each time).
+    run rdma system set netns exclusive
+    run ip netns add ns3
+    run ip link set vn2 up
+    run rdma link add "${NS_DRV}_x" type "$NS_DRV" netdev vn2
+    wait_for 20 rdma_dev_ready "${NS_DRV}_x" || fail "${NS_DRV}_x port 1 not ACTIVE"
+    run rdma dev set "${NS_DRV}_x" netns ns3
+    ip netns exec ns3 rdma link show | grep -q "link ${NS_DRV}_x/" || fail "${NS_DRV}_x not in ns3"
+    ns_dev_gone "${NS_DRV}_x" || fail "${NS_DRV}_x still seen outside ns3"
+    # ib_core's clients open the port again in ns3 (the MAD layer's GSI QP, QP1);
+    # rxe 7.3 fails to create it there ("Couldn't create ib_mad QP1").
+    ip netns exec ns3 rdma res show qp link "${NS_DRV}_x/1" > /tmp/ns3-qp.out 2>&1
+    sed 's/^/  ns3-qp| /' /tmp/ns3-qp.out
+    [ "$NS_DRV" = rxe ] || grep -q "lqpn 1 " /tmp/ns3-qp.out || fail "no GSI QP on ${NS_DRV}_x in ns3"
+    run ip netns del ns3
+    wait_for 30 ns_dev_there "${NS_DRV}_x" ||
+        fail "${NS_DRV}_x not back after ns3 was deleted"
+    run rdma link delete "${NS_DRV}_x"
+    run rdma system set netns shared
     case "$NS_DRV" in
         rxe) run timeout 60 rmmod rdma_rxe ;;
         rrxe) run timeout 60 rmmod rrxe ;;
