@@ -13,7 +13,7 @@ variant=${KERNEL_VARIANT:-normal}
 # nvmet-rdma's lock order (Documentation/testing.rst, "NVMe over Fabrics").
 DEBUG_TESTS="rrxe_objects rrxe_lifecycle rrxe_verbs rrxe_datapath rrxe_bounds rrxe_rc_pingpong rrxe_rping rrxe_pair_vanish
     rrxe_verbsfuzz rrxe_wirefuzz rrxe_teardown_link rrxe_teardown_rmmod rrxe_windows rrxe_flush rrxe_odp
-    rrxe_rereg"
+    rrxe_rereg rrxe_netns"
 mkdir -p "$RRXE_OUT/check"
 results="$RRXE_OUT/results.txt"
 : > "$results"
