@@ -393,6 +393,17 @@ impl QpCore {
         live.timer = Some(this.clone().start(delta));
     }
 
+    /// Runs `f` on the QP's run state once no context runs the QP (a verb
+    /// that must not race a run: `modify_qp`, `query_qp`); the runs other
+    /// contexts asked for meanwhile follow, as any kick's do.
+    pub(crate) fn with_live<R>(this: &Arc<Self>, f: impl FnOnce(&mut Option<Live>) -> R) -> R {
+        let (r, asked) = this.exec.with(f);
+        if asked {
+            Self::kick(this, 0);
+        }
+        r
+    }
+
     /// Stops the timer and forgets the QP's run state (destroy).
     pub(crate) fn shut_down(&self) -> Option<Live> {
         let mut owner = self.exec.enter_wait();

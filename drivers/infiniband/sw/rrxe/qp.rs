@@ -6,8 +6,8 @@
 //! posts, and destruction.
 //!
 //! What runs the QP lives in its [`QpCore`] ([`crate::exec`]); a verb that
-//! changes the QP's state waits its turn there (`Serial::with`), so it never
-//! races a run, and serves the runs other contexts asked for meanwhile.
+//! changes the QP's state waits its turn there ([`QpCore::with_live`]), so
+//! it never races a run; the runs other contexts asked for meanwhile follow.
 
 use crate::{
     ah::AhInfo,
@@ -359,15 +359,10 @@ impl Qp {
         if has(ib_qp_attr_mask_IB_QP_TIMEOUT) && attr.timeout > 31 {
             return Err(EINVAL);
         }
-        let core = &self.core;
-        let (r, asked) = core.exec.with(|st| {
+        QpCore::with_live(&self.core, |st| {
             let st = Option::as_mut(st).ok_or(EINVAL)?;
             self.apply(st, attr, mask, sgid)
-        });
-        if asked {
-            QpCore::kick(core, 0);
-        }
-        r
+        })
     }
 
     /// Applies validated attributes (the QP is ours: no run meanwhile).
@@ -646,13 +641,7 @@ impl Qp {
 
     /// Reports the attributes (`query_qp`).
     pub(crate) fn query(&self, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_init_attr) {
-        let core = &self.core;
-        let (found, asked) = core
-            .exec
-            .with(|st| Option::as_ref(st).map(|live| live.attrs.0));
-        if asked {
-            QpCore::kick(core, 0);
-        }
+        let found = QpCore::with_live(&self.core, |st| Option::as_ref(st).map(|live| live.attrs.0));
         if let Some(a) = found {
             *attr = a;
         }
