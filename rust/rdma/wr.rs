@@ -41,6 +41,10 @@ unsafe fn sges<'a>(list: *mut b::ib_sge, n: i32) -> &'a [Sge] {
 ///
 /// `raw` is a request ib_core passed to `post_send` for a QP of driver `T`;
 /// if `ud`, it is embedded in a `struct ib_ud_wr` whose `ah` is an AH of `T`.
+/// If `raw` is flagged `IB_SEND_INLINE`, the `addr` of each of its SGEs is
+/// the kernel virtual address of `length` readable bytes for the call (the
+/// ULP contract of inline sends: the device copies the data at the post and
+/// ignores the `lkey`).
 pub struct SendWr<'a, T: Driver> {
     raw: &'a b::ib_send_wr,
     ud: bool,
@@ -97,6 +101,30 @@ impl<'a, T: Driver> SendWr<'a, T> {
     pub fn sges(&self) -> &'a [Sge] {
         // SAFETY: ib_core passes a valid list of `num_sge` elements for the call.
         unsafe { sges(self.raw.sg_list, self.raw.num_sge) }
+    }
+
+    /// Copies the data of an inline request (`IB_SEND_INLINE`), the bytes
+    /// its SGEs point at, one after another into `out`, and returns their
+    /// length; `None` if the request is not inline or its data does not fit.
+    pub fn copy_inline(&self, out: &mut [u8]) -> Option<usize> {
+        if self.send_flags() & b::ib_send_flags_IB_SEND_INLINE as u32 == 0 {
+            return None;
+        }
+        let mut at = 0usize;
+        for s in self.sges() {
+            let len = usize::try_from(s.length).ok()?;
+            let end = at.checked_add(len)?;
+            let dst = out.get_mut(at..end)?;
+            if len != 0 {
+                let src = usize::try_from(s.addr).ok()? as *const u8;
+                // SAFETY: By the type invariant, an inline request's SGE
+                // addresses `len` readable bytes of kernel memory for the call.
+                let src = unsafe { core::slice::from_raw_parts(src, len) };
+                dst.copy_from_slice(src);
+            }
+            at = end;
+        }
+        Some(at)
     }
 
     /// The datagram fields, for a request on a UD or GSI QP.

@@ -592,7 +592,12 @@ impl Qp {
             return Err(EINVAL);
         }
         let mut wqe = [0u8; wqe::SEND_WQE_READ];
-        wqe::kernel_send(&mut wqe, wr, self.core.info.max_sge.0 as usize)?;
+        wqe::kernel_send(
+            &mut wqe,
+            wr,
+            self.core.info.max_sge.0 as usize,
+            self.cap.max_inline_data as usize,
+        )?;
         let mut ksq = self.core.ksq.lock();
         Option::as_mut(&mut *ksq).ok_or(EINVAL)?.push(&wqe)
     }

@@ -62,6 +62,7 @@ const REG_ACCESS: usize = UNION + offset_of!(b::rxe_send_wr__bindgen_ty_2__bindg
 const SEND_DMA: usize = offset_of!(b::rxe_send_wqe, dma);
 const RECV_DMA: usize = offset_of!(b::rxe_recv_wqe, dma);
 const DMA_LEN: usize = offset_of!(b::rxe_dma_info, length);
+const DMA_RESID: usize = offset_of!(b::rxe_dma_info, resid);
 const DMA_NUM_SGE: usize = offset_of!(b::rxe_dma_info, num_sge);
 const DMA_SGE: usize = offset_of!(b::rxe_dma_info, __bindgen_anon_1);
 const SGE_ADDR: usize = offset_of!(b::rxe_sge, addr);
@@ -503,22 +504,22 @@ fn put_sges(out: &mut [u8], dma: usize, sges: &[KSge]) -> Result<u32> {
         u32::try_from(sges.len()).map_err(|_| EINVAL)?,
     );
     put_u32(out, dma.saturating_add(DMA_LEN), total);
-    put_u32(
-        out,
-        dma.saturating_add(offset_of!(b::rxe_dma_info, resid)),
-        total,
-    );
+    put_u32(out, dma.saturating_add(DMA_RESID), total);
     Ok(total)
 }
 
 /// Writes the rxe send WQE for an in-kernel caller's request into `out`
-/// (at most `max_sge` SGEs; `av` for UD/GSI QPs).
-pub(crate) fn kernel_send(out: &mut [u8], wr: &KSendWr<'_, RrxeDev>, max_sge: usize) -> Result {
-    if wr.send_flags() & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
-        return Err(EOPNOTSUPP);
-    }
+/// (at most `max_sge` SGEs, or `max_inline` bytes of inline data, which is
+/// copied now; `av` for UD/GSI QPs).
+pub(crate) fn kernel_send(
+    out: &mut [u8],
+    wr: &KSendWr<'_, RrxeDev>,
+    max_sge: usize,
+    max_inline: usize,
+) -> Result {
+    let inline = wr.send_flags() & b::ib_send_flags_IB_SEND_INLINE as u32 != 0;
     let sges = wr.sges();
-    if sges.len() > max_sge {
+    if !inline && sges.len() > max_sge {
         return Err(EINVAL);
     }
     put_u64(out, WR_ID, wr.wr_id());
@@ -549,6 +550,18 @@ pub(crate) fn kernel_send(out: &mut [u8], wr: &KSendWr<'_, RrxeDev>, max_sge: us
         }
         put_u32(out, REG_KEY, reg.key);
         put_u32(out, REG_ACCESS, reg.access);
+    }
+    if inline {
+        // The data goes where the SGEs would be, as librxe puts it.
+        let start = SEND_DMA + DMA_SGE;
+        let room = MAX_INLINE.min(max_inline);
+        let data = out
+            .get_mut(start..start.saturating_add(room))
+            .ok_or(EINVAL)?;
+        let len = u32::try_from(wr.copy_inline(data).ok_or(EINVAL)?).map_err(|_| EINVAL)?;
+        put_u32(out, SEND_DMA + DMA_LEN, len);
+        put_u32(out, SEND_DMA + DMA_RESID, len);
+        return Ok(());
     }
     put_sges(out, SEND_DMA, sges)?;
     Ok(())
