@@ -13,7 +13,7 @@ variant=${KERNEL_VARIANT:-normal}
 # nvmet-rdma's lock order (Documentation/testing.rst, "NVMe over Fabrics").
 DEBUG_TESTS="rrxe_objects rrxe_lifecycle rrxe_verbs rrxe_datapath rrxe_bounds rrxe_rc_pingpong rrxe_rping rrxe_pair_vanish
     rrxe_verbsfuzz rrxe_wirefuzz rrxe_teardown_link rrxe_teardown_rmmod rrxe_windows rrxe_flush rrxe_odp
-    rrxe_rereg rrxe_netns"
+    rrxe_rereg rrxe_netns rrxe_kinline"
 mkdir -p "$RRXE_OUT/check"
 results="$RRXE_OUT/results.txt"
 : > "$results"
@@ -53,9 +53,11 @@ if grep -q '^PASS setup' "$results"; then
         && step module-clippy tools/module.sh "$variant" CLIPPY=1 \
         && step module-install tools/testing/install_check.sh "$variant" \
         && step verbs-program tools/testing/verbs/build.sh \
+        && step kverbs-module tools/testing/kverbs/build.sh "$variant" \
         && step initramfs tools/initramfs/build.sh; then
         if [ $debug = 1 ] && ! { step kernel-debug tools/kernel/build.sh debug \
-            && step module-debug-clippy tools/module.sh debug CLIPPY=1; }; then
+            && step module-debug-clippy tools/module.sh debug CLIPPY=1 \
+            && step kverbs-debug tools/testing/kverbs/build.sh debug; }; then
             echo "FAIL guest-tests[debug] (debug kernel or module did not build)" | tee -a "$results"
             debug=0
         fi

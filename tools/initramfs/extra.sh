@@ -13,6 +13,7 @@
 #   $KDIR/modinstall/lib/modules/*  -> /lib/modules/       (modprobe rdma_rxe)
 #   rrxe.ko again, installed as `make install` does: /lib/modules/KVER/extra/drivers/
 #                                      infiniband/sw/rrxe/rrxe.ko, then depmod (modprobe rrxe)
+#   $RRXE_OUT/kverbs/VARIANT/rrxe_kverbs.ko -> /rrxe/rrxe_kverbs.ko (tools/testing/kverbs)
 #   $RRXE_OUT/guest-bin/*           -> /rrxe/bin/          (first on PATH)
 #   each --add SRC=/PATH            -> /PATH               (not under /lib, /bin: use /usr/...)
 # Directory entries are written under usr/ only: a "lib" directory entry would replace
@@ -86,6 +87,9 @@ if [ -n "$kdir" ]; then
         log "warning: $kdir/modinstall/lib/modules missing: modprobe will not find rdma_rxe"
     fi
 fi
+# The kernel verbs test module of the same kernel variant (tools/testing/kverbs).
+kverbs=$out_dir/kverbs/${kvariant:-normal}/rrxe_kverbs.ko
+[ -f "$kverbs" ] && install -m 0644 "$kverbs" "$work/rrxe/rrxe_kverbs.ko"
 if [ -d "$out_dir/guest-bin" ]; then
     cp -a "$out_dir/guest-bin/." "$work/rrxe/bin/"
 fi

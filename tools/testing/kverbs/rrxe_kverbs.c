@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rrxe_kverbs: the kernel-only side of verbs, driven the way an in-kernel ULP
+ * drives it, against the soft-RoCE device bound to a netdev (rrxe or rxe; both
+ * register as RDMA_DRIVER_RXE).
+ *
+ *   insmod rrxe_kverbs.ko netdev=eth0
+ *
+ * The cases run at load: the module loads if every one passes and fails to
+ * load with -EIO otherwise; each case logs one "rrxe_kverbs: PASS|FAIL" line.
+ *
+ * Inline sends (IB_SEND_INLINE), as SMC-R posts them: two RC QPs of the device,
+ * connected to each other through its IPv4 RoCE v2 GID, with a send queue
+ * created for 64 bytes of inline data. Inline data comes from buffers that are
+ * neither mapped nor registered (the lkey is ignored) and is taken at the
+ * post: the sender overwrites its buffers as soon as ib_post_send returns, and
+ * the receiver must still see the bytes posted. Cases: SENDs of 0, 1 and 64
+ * bytes, one gathered from two SGEs, SEND with immediate, RDMA WRITE into a
+ * fast-registered region (bytes around the target untouched), and a request
+ * one byte over the QP's inline size, which ib_post_send must refuse (the QP
+ * then still works).
+ */
+#include <linux/module.h>
+#include <linux/netdevice.h>
+#include <linux/etherdevice.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/delay.h>
+#include <net/net_namespace.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/ib_cache.h>
+
+#define INLINE_SIZE 64
+#define BUF_SIZE PAGE_SIZE
+#define POLL_MS 5000
+
+static char *netdev = "eth0";
+module_param(netdev, charp, 0444);
+MODULE_PARM_DESC(netdev, "the netdev whose RDMA device is tested");
+
+struct end {
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	void *buf;		/* receive buffer, mapped */
+	u64 dma;
+	u32 max_inline;		/* inline bytes the QP took */
+};
+
+struct ctx {
+	struct ib_device *dev;
+	struct ib_pd *pd;
+	struct end a, b;	/* a sends, b receives */
+	struct ib_mr *mr;	/* b's fast-registered region: b.buf */
+	struct scatterlist sg;
+	bool sg_mapped;
+	int sgid;
+	union ib_gid gid;
+	u8 mac[ETH_ALEN];	/* the netdev's: the GID's own address */
+	unsigned int failed, passed;
+};
+
+static void result(struct ctx *c, const char *name, int err)
+{
+	if (err) {
+		c->failed++;
+		pr_err("rrxe_kverbs: FAIL %s (%d)\n", name, err);
+	} else {
+		c->passed++;
+		pr_info("rrxe_kverbs: PASS %s\n", name);
+	}
+}
+
+/* The next completion on @cq, within POLL_MS. */
+static int poll_one(struct ib_cq *cq, struct ib_wc *wc)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(POLL_MS);
+
+	do {
+		int n = ib_poll_cq(cq, 1, wc);
+
+		if (n < 0)
+			return n;
+		if (n == 1)
+			return 0;
+		usleep_range(20, 100);
+	} while (time_before(jiffies, end));
+	return -ETIMEDOUT;
+}
+
+/* Waits for the completion of @wr_id with status success on @cq. */
+static int expect(struct ib_cq *cq, u64 wr_id, struct ib_wc *wc)
+{
+	int err = poll_one(cq, wc);
+
+	if (err) {
+		pr_err("rrxe_kverbs: no completion for wr_id %llu: %d\n", wr_id, err);
+		return err;
+	}
+	if (wc->status != IB_WC_SUCCESS || wc->wr_id != wr_id) {
+		pr_err("rrxe_kverbs: completion wr_id %llu status %s, expected wr_id %llu\n",
+		       wc->wr_id, ib_wc_status_msg(wc->status), wr_id);
+		return -EIO;
+	}
+	return 0;
+}
+
+static void pattern(u8 *p, size_t len, u8 seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (u8)(seed + i * 7);
+}
+
+/* The device's first IPv4 RoCE v2 GID. */
+static int find_gid(struct ctx *c)
+{
+	struct ib_port_attr pa;
+	int i, err = ib_query_port(c->dev, 1, &pa);
+
+	if (err)
+		return err;
+	for (i = 0; i < pa.gid_tbl_len; i++) {
+		const struct ib_gid_attr *ga = rdma_get_gid_attr(c->dev, 1, i);
+		bool v4;
+
+		if (IS_ERR(ga))
+			continue;
+		v4 = ga->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
+		     ipv6_addr_v4mapped((struct in6_addr *)ga->gid.raw);
+		if (v4) {
+			c->gid = ga->gid;
+			c->sgid = i;
+		}
+		rdma_put_gid_attr(ga);
+		if (v4)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int make_end(struct ctx *c, struct end *e)
+{
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = {
+			.max_send_wr = 16,
+			.max_recv_wr = 16,
+			.max_send_sge = 2,
+			.max_recv_sge = 1,
+			.max_inline_data = INLINE_SIZE,
+		},
+	};
+
+	e->cq = ib_alloc_cq(c->dev, NULL, 64, 0, IB_POLL_DIRECT);
+	if (IS_ERR(e->cq)) {
+		int err = PTR_ERR(e->cq);
+
+		e->cq = NULL;
+		return err;
+	}
+	init.send_cq = e->cq;
+	init.recv_cq = e->cq;
+	e->qp = ib_create_qp(c->pd, &init);
+	if (IS_ERR(e->qp)) {
+		int err = PTR_ERR(e->qp);
+
+		e->qp = NULL;
+		return err;
+	}
+	if (init.cap.max_inline_data < INLINE_SIZE) {
+		pr_err("rrxe_kverbs: QP has %u bytes of inline data, asked for %u\n",
+		       init.cap.max_inline_data, INLINE_SIZE);
+		return -EINVAL;
+	}
+	e->max_inline = init.cap.max_inline_data;
+	e->buf = kzalloc(BUF_SIZE, GFP_KERNEL);
+	if (!e->buf)
+		return -ENOMEM;
+	e->dma = ib_dma_map_single(c->dev, e->buf, BUF_SIZE, DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(c->dev, e->dma)) {
+		e->dma = 0;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void free_end(struct ctx *c, struct end *e)
+{
+	if (e->qp)
+		ib_destroy_qp(e->qp);
+	if (e->cq)
+		ib_free_cq(e->cq);
+	if (e->dma)
+		ib_dma_unmap_single(c->dev, e->dma, BUF_SIZE, DMA_BIDIRECTIONAL);
+	kfree(e->buf);
+}
+
+/* INIT, RTR and RTS, with @peer as the destination. */
+static int connect_qp(struct ctx *c, struct ib_qp *qp, u32 peer)
+{
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = 1,
+		.qp_access_flags = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE,
+	};
+	int err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			       IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+
+	if (err)
+		return err;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTR;
+	attr.path_mtu = IB_MTU_1024;
+	attr.dest_qp_num = peer;
+	attr.rq_psn = 0;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.type = rdma_ah_find_type(c->dev, 1);
+	rdma_ah_set_port_num(&attr.ah_attr, 1);
+	rdma_ah_set_grh(&attr.ah_attr, &c->gid, 0, c->sgid, 64, 0);
+	/* Kernel callers resolve the MAC themselves (rdma_cm does). */
+	memcpy(attr.ah_attr.roce.dmac, c->mac, ETH_ALEN);
+	err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.sq_psn = 0;
+	attr.max_rd_atomic = 1;
+	return ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_TIMEOUT |
+			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
+			    IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Posts one receive of b's whole buffer (cleared first). */
+static int post_recv(struct ctx *c, u64 wr_id)
+{
+	struct ib_sge sge = {
+		.addr = c->b.dma,
+		.length = BUF_SIZE,
+		.lkey = c->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 };
+
+	memset(c->b.buf, 0, BUF_SIZE);
+	return ib_post_recv(c->b.qp, &wr, NULL);
+}
+
+/*
+ * Posts @wr (inline) on a, overwrites @src (len bytes, what the SGEs point
+ * at) at once, and waits for a's completion.
+ */
+static int send_inline(struct ctx *c, struct ib_send_wr *wr, u8 *src, size_t len)
+{
+	const struct ib_send_wr *bad = NULL;
+	struct ib_wc wc;
+	int err;
+
+	wr->send_flags = IB_SEND_INLINE | IB_SEND_SIGNALED;
+	err = ib_post_send(c->a.qp, wr, &bad);
+	if (err)
+		return err;
+	memset(src, 0xee, len);
+	return expect(c->a.cq, wr->wr_id, &wc);
+}
+
+/* An inline SEND of @len bytes from @nsge SGEs (1 or 2); @imm: with immediate. */
+static int case_send(struct ctx *c, size_t len, int nsge, bool imm)
+{
+	u8 src[INLINE_SIZE], want[INLINE_SIZE];
+	size_t first = nsge == 2 ? len / 3 : len;
+	struct ib_sge sge[2] = {
+		{ .addr = (uintptr_t)src, .length = first, .lkey = 0 },
+		{ .addr = (uintptr_t)src + first, .length = len - first, .lkey = 0 },
+	};
+	struct ib_send_wr wr = {
+		.wr_id = 100 + len,
+		.sg_list = sge,
+		.num_sge = nsge,
+		.opcode = imm ? IB_WR_SEND_WITH_IMM : IB_WR_SEND,
+		.ex.imm_data = cpu_to_be32(0x5a0000 + len),
+	};
+	struct ib_wc wc;
+	int err;
+
+	pattern(want, len, (u8)len);
+	memcpy(src, want, len);
+	err = post_recv(c, 200 + len);
+	if (!err)
+		err = send_inline(c, &wr, src, len);
+	if (!err)
+		err = expect(c->b.cq, 200 + len, &wc);
+	if (err)
+		return err;
+	if (wc.byte_len != len || memcmp(c->b.buf, want, len)) {
+		pr_err("rrxe_kverbs: received %u bytes%s, sent %zu\n", wc.byte_len,
+		       wc.byte_len == len ? " that differ" : "", len);
+		return -EIO;
+	}
+	if (imm != !!(wc.wc_flags & IB_WC_WITH_IMM) ||
+	    (imm && wc.ex.imm_data != wr.ex.imm_data)) {
+		pr_err("rrxe_kverbs: immediate data wrong (flags %#x)\n", wc.wc_flags);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Registers b's buffer for remote writes with a fast registration. */
+static int register_b(struct ctx *c)
+{
+	struct ib_reg_wr reg = {};
+	struct ib_wc wc;
+	int n, err;
+
+	c->mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, 1);
+	if (IS_ERR(c->mr)) {
+		err = PTR_ERR(c->mr);
+		c->mr = NULL;
+		return err;
+	}
+	sg_init_one(&c->sg, c->b.buf, BUF_SIZE);
+	if (ib_dma_map_sg(c->dev, &c->sg, 1, DMA_BIDIRECTIONAL) != 1)
+		return -ENOMEM;
+	c->sg_mapped = true;
+	n = ib_map_mr_sg(c->mr, &c->sg, 1, NULL, PAGE_SIZE);
+	if (n != 1)
+		return n < 0 ? n : -EINVAL;
+	ib_update_fast_reg_key(c->mr, 0x42);
+	reg.wr.opcode = IB_WR_REG_MR;
+	reg.wr.wr_id = 300;
+	reg.wr.send_flags = IB_SEND_SIGNALED;
+	reg.mr = c->mr;
+	reg.key = c->mr->rkey;
+	reg.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+	err = ib_post_send(c->b.qp, &reg.wr, NULL);
+	return err ? err : expect(c->b.cq, 300, &wc);
+}
+
+/* An inline RDMA WRITE of 48 bytes at offset 100 of b's region. */
+static int case_write(struct ctx *c)
+{
+	enum { OFF = 100, LEN = 48 };
+	u8 src[LEN], want[LEN], *dst = c->b.buf;
+	struct ib_sge sge = { .addr = (uintptr_t)src, .length = LEN };
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_id = 400,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IB_WR_RDMA_WRITE,
+		},
+		.remote_addr = c->mr->iova + OFF,
+		.rkey = c->mr->rkey,
+	};
+	int err, i;
+
+	memset(dst, 0x11, BUF_SIZE);
+	pattern(want, LEN, 0x80);
+	memcpy(src, want, LEN);
+	err = send_inline(c, &wr.wr, src, LEN);
+	if (err)
+		return err;
+	if (memcmp(dst + OFF, want, LEN)) {
+		pr_err("rrxe_kverbs: written bytes differ\n");
+		return -EIO;
+	}
+	for (i = 0; i < BUF_SIZE; i++) {
+		if ((i < OFF || i >= OFF + LEN) && dst[i] != 0x11) {
+			pr_err("rrxe_kverbs: byte %d outside the write changed\n", i);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/* One byte over the inline size: refused at the post; the QP still works. */
+static int case_too_long(struct ctx *c)
+{
+	u32 max = c->a.max_inline;
+	u8 *src = kzalloc(max + 1, GFP_KERNEL);
+	struct ib_sge sge = { .addr = (uintptr_t)src, .length = max + 1 };
+	struct ib_send_wr wr = {
+		.wr_id = 500,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_INLINE | IB_SEND_SIGNALED,
+	};
+	const struct ib_send_wr *bad = NULL;
+	int err;
+
+	if (!src)
+		return -ENOMEM;
+	err = ib_post_send(c->a.qp, &wr, &bad);
+	kfree(src);
+	if (!err) {
+		pr_err("rrxe_kverbs: %u inline bytes posted on a QP of %u\n", max + 1, max);
+		return -EIO;
+	}
+	if (bad != &wr) {
+		pr_err("rrxe_kverbs: post failed (%d) without naming the request\n", err);
+		return -EIO;
+	}
+	return case_send(c, 7, 1, false);
+}
+
+static int setup(struct ctx *c)
+{
+	int err;
+
+	c->pd = ib_alloc_pd(c->dev, 0);
+	if (IS_ERR(c->pd)) {
+		err = PTR_ERR(c->pd);
+		c->pd = NULL;
+		return err;
+	}
+	err = find_gid(c);
+	if (!err)
+		err = make_end(c, &c->a);
+	if (!err)
+		err = make_end(c, &c->b);
+	if (!err)
+		err = connect_qp(c, c->a.qp, c->b.qp->qp_num);
+	if (!err)
+		err = connect_qp(c, c->b.qp, c->a.qp->qp_num);
+	return err;
+}
+
+static void teardown(struct ctx *c)
+{
+	free_end(c, &c->a);
+	if (c->mr)
+		ib_dereg_mr(c->mr);
+	if (c->sg_mapped)
+		ib_dma_unmap_sg(c->dev, &c->sg, 1, DMA_BIDIRECTIONAL);
+	free_end(c, &c->b);
+	if (c->pd)
+		ib_dealloc_pd(c->pd);
+}
+
+static int run_cases(struct ib_device *dev, const u8 *mac)
+{
+	struct ctx *c = kzalloc(sizeof(*c), GFP_KERNEL);
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	c->dev = dev;
+	ether_addr_copy(c->mac, mac);
+	err = setup(c);
+	result(c, "setup (two RC QPs with 64 bytes of inline data)", err);
+	if (!err) {
+		result(c, "inline SEND of 0 bytes", case_send(c, 0, 1, false));
+		result(c, "inline SEND of 1 byte", case_send(c, 1, 1, false));
+		result(c, "inline SEND of 64 bytes", case_send(c, INLINE_SIZE, 1, false));
+		result(c, "inline SEND of 50 bytes from 2 SGEs", case_send(c, 50, 2, false));
+		result(c, "inline SEND with immediate", case_send(c, 12, 1, true));
+		err = register_b(c);
+		result(c, "fast registration of the target region", err);
+		if (!err)
+			result(c, "inline RDMA WRITE", case_write(c));
+		result(c, "inline request over the QP's size", case_too_long(c));
+	}
+	teardown(c);
+	pr_info("rrxe_kverbs: %u passed, %u failed on %s\n", c->passed, c->failed,
+		dev_name(&dev->dev));
+	err = c->failed ? -EIO : 0;
+	kfree(c);
+	return err;
+}
+
+static int __init rrxe_kverbs_init(void)
+{
+	struct net_device *ndev = dev_get_by_name(&init_net, netdev);
+	struct ib_device *dev;
+	u8 mac[ETH_ALEN];
+	int err;
+
+	if (!ndev) {
+		pr_err("rrxe_kverbs: no netdev %s\n", netdev);
+		return -ENODEV;
+	}
+	dev = ib_device_get_by_netdev(ndev, RDMA_DRIVER_RXE);
+	ether_addr_copy(mac, ndev->dev_addr);
+	dev_put(ndev);
+	if (!dev) {
+		pr_err("rrxe_kverbs: no soft-RoCE device on %s\n", netdev);
+		return -ENODEV;
+	}
+	err = run_cases(dev, mac);
+	ib_device_put(dev);
+	return err;
+}
+
+static void __exit rrxe_kverbs_exit(void)
+{
+}
+
+module_init(rrxe_kverbs_init);
+module_exit(rrxe_kverbs_exit);
+MODULE_DESCRIPTION("Kernel verbs tests for soft-RoCE devices (rrxe, rxe)");
+MODULE_LICENSE("GPL");
