@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The environment of a case: device context, port, RoCE v2 GID, and an
- * address vector to the port's own GID.
+ * The environment of a case: the device, its context, port, RoCE v2 GID, and
+ * an address vector to the port's own GID.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -72,6 +72,35 @@ static int find_gid(struct env *e)
 		return -1;
 	e->gid_index = i;
 	return ibv_query_gid(e->ctx, PORT, i, &e->gid);
+}
+
+/*
+ * The device list, with g_dev set to the device called `name` (NULL: the
+ * first); NULL with the reason in g_reason if there is none. The caller frees
+ * the list after its last use of g_dev.
+ */
+struct ibv_device **env_device(const char *name)
+{
+	struct ibv_device **list;
+	int i, n;
+
+	list = ibv_get_device_list(&n);
+	if (!list || n == 0) {
+		snprintf(g_reason, sizeof(g_reason), "no RDMA devices (%s)", errname(errno));
+		if (list)
+			ibv_free_device_list(list);
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		if (!name || !strcmp(ibv_get_device_name(list[i]), name))
+			break;
+	if (i == n) {
+		snprintf(g_reason, sizeof(g_reason), "device %s not found", name);
+		ibv_free_device_list(list);
+		return NULL;
+	}
+	g_dev = list[i];
+	return list;
 }
 
 int env_open(struct env *e)

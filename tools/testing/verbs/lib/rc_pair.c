@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Two RC QPs of the device connected to each other (see DP_* in vt.h).
+ * RC connections: to a QP at any GID, and two RC QPs of the device connected
+ * to each other (see DP_* in vt.h).
  */
 #define _GNU_SOURCE
 
 #include "vt.h"
 
 /*
- * RESET->INIT->RTR->RTS of an RC QP towards peer_qpn on the port's own GID,
- * with qp_access_flags `access`.
+ * RESET->INIT->RTR->RTS of an RC QP towards QP peer_qpn at GID `dgid` (from the
+ * port's GID e->gid_index), with qp_access_flags `access`.
  */
-int rc_connect_access(struct env *e, struct ibv_qp *qp, uint32_t peer_qpn, uint32_t sq_psn,
-		      uint32_t rq_psn, int rnr_retry, int retry_cnt, int access)
+int rc_connect_remote(struct env *e, struct ibv_qp *qp, const union ibv_gid *dgid,
+		      uint32_t peer_qpn, uint32_t sq_psn, uint32_t rq_psn, int rnr_retry,
+		      int retry_cnt, int access)
 {
 	struct ibv_qp_attr a;
 	int mask;
@@ -23,8 +25,9 @@ int rc_connect_access(struct env *e, struct ibv_qp *qp, uint32_t peer_qpn, uint3
 	a.qp_access_flags = access;
 	OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			 IBV_QP_ACCESS_FLAGS));
-	/* path_mtu 1024, AV to the own GID (hop_limit 64), max_dest_rd_atomic 4 */
+	/* path_mtu 1024, AV to dgid (hop_limit 64), max_dest_rd_atomic 4 */
 	mask = rtr_attr(e, qp, IBV_QPT_RC, &a);
+	a.ah_attr.grh.dgid = *dgid;
 	a.dest_qp_num = peer_qpn;
 	a.rq_psn = rq_psn;
 	OK(ibv_modify_qp(qp, &a, mask));
@@ -36,6 +39,17 @@ int rc_connect_access(struct env *e, struct ibv_qp *qp, uint32_t peer_qpn, uint3
 	OK(ibv_modify_qp(qp, &a, mask));
 	QSTATE(qp, IBV_QPS_RTS);
 	return 0;
+}
+
+/*
+ * RESET->INIT->RTR->RTS of an RC QP towards peer_qpn on the port's own GID,
+ * with qp_access_flags `access`.
+ */
+int rc_connect_access(struct env *e, struct ibv_qp *qp, uint32_t peer_qpn, uint32_t sq_psn,
+		      uint32_t rq_psn, int rnr_retry, int retry_cnt, int access)
+{
+	return rc_connect_remote(e, qp, &e->gid, peer_qpn, sq_psn, rq_psn, rnr_retry, retry_cnt,
+				 access);
 }
 
 /* rc_connect_access with every remote access right (DP_ACCESS). */

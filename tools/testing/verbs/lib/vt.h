@@ -7,7 +7,8 @@
  *   objects.c     object tracking (destroyed after a case), page buffers
  *   env.c         device context, port, RoCE v2 GID, loopback address vector
  *   qp.c          QP creation attributes and state transitions
- *   rc_pair.c     two connected RC QPs of the device (loopback)
+ *   rc_pair.c     RC connections: to a peer's GID, and two RC QPs of the
+ *                 device connected to each other (loopback)
  *   ud.c          two UD QPs of the device and an address handle between them
  *   wr.c          SGEs and work requests
  *   completion.c  bounded completion polling and checking
@@ -134,6 +135,7 @@ extern int g_driver;			/* set by an option, or DRV_OTHER to detect */
 int vt_driver(void);
 const char *vt_driver_name(int d);
 
+struct ibv_device **env_device(const char *name);
 int env_open(struct env *e);
 void env_close(struct env *e);
 const char *gid_str(const union ibv_gid *g);
@@ -196,6 +198,9 @@ struct rc_opts {
 					 * IBV_QP_EX_WITH_* send operations */
 };
 
+int rc_connect_remote(struct env *e, struct ibv_qp *qp, const union ibv_gid *dgid,
+		      uint32_t peer_qpn, uint32_t sq_psn, uint32_t rq_psn, int rnr_retry,
+		      int retry_cnt, int access);
 int rc_connect_access(struct env *e, struct ibv_qp *qp, uint32_t peer_qpn, uint32_t sq_psn,
 		      uint32_t rq_psn, int rnr_retry, int retry_cnt, int access);
 int rc_connect(struct env *e, struct ibv_qp *qp, uint32_t peer_qpn, uint32_t sq_psn,

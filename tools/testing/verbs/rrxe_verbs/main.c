@@ -200,7 +200,7 @@ int main(int argc, char **argv)
 {
 	struct ibv_device **list;
 	const char *devname = NULL;
-	int opt, ndev, i, passed = 0, failed = 0;
+	int opt, i, passed = 0, failed = 0;
 	int sel[NCASES];
 	size_t c;
 
@@ -248,20 +248,11 @@ int main(int argc, char **argv)
 		}
 	}
 
-	list = ibv_get_device_list(&ndev);
-	if (!list || ndev == 0) {
-		fprintf(stderr, "rrxe_verbs: no RDMA devices (%s)\n", errname(errno));
+	list = env_device(devname);
+	if (!list) {
+		fprintf(stderr, "rrxe_verbs: %s\n", g_reason);
 		return 2;
 	}
-	for (i = 0; i < ndev; i++)
-		if (!devname || !strcmp(ibv_get_device_name(list[i]), devname))
-			break;
-	if (i == ndev) {
-		fprintf(stderr, "rrxe_verbs: device %s not found\n", devname);
-		ibv_free_device_list(list);
-		return 2;
-	}
-	g_dev = list[i];
 	printf("# rrxe_verbs on %s\n", ibv_get_device_name(g_dev));
 	vlog("driver: %s", vt_driver_name(vt_driver()));
 
