@@ -16,9 +16,12 @@
  * post: the sender overwrites its buffers as soon as ib_post_send returns, and
  * the receiver must still see the bytes posted. Cases: SENDs of 0, 1 and 64
  * bytes, one gathered from two SGEs, SEND with immediate, RDMA WRITE into a
- * fast-registered region (bytes around the target untouched), and a request
- * one byte over the QP's inline size, which ib_post_send must refuse (the QP
- * then still works).
+ * fast-registered region (bytes around the target untouched), a request one
+ * byte over the QP's inline size, which ib_post_send must refuse (the QP then
+ * still works), and an inline SEND between two UD QPs (ud=0 leaves it out:
+ * for an address handle to the device's own GID, ib_core resolves the MAC to
+ * 00:00:00:00:00:00 and upstream rxe never delivers the datagram, inline or
+ * not; rrxe sends it through the IP stack, which loops it back).
  */
 #include <linux/module.h>
 #include <linux/netdevice.h>
@@ -37,6 +40,10 @@
 static char *netdev = "eth0";
 module_param(netdev, charp, 0444);
 MODULE_PARM_DESC(netdev, "the netdev whose RDMA device is tested");
+
+static bool ud = true;
+module_param(ud, bool, 0444);
+MODULE_PARM_DESC(ud, "also the UD case (upstream rxe loses a kernel UD datagram to its own GID)");
 
 struct end {
 	struct ib_cq *cq;
@@ -412,6 +419,145 @@ static int case_too_long(struct ctx *c)
 	return case_send(c, 7, 1, false);
 }
 
+/* A UD QP in RTS with @qkey, on @cq. */
+static struct ib_qp *make_ud(struct ctx *c, struct ib_cq *cq, u32 qkey)
+{
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_UD,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = {
+			.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+			.max_inline_data = INLINE_SIZE,
+		},
+	};
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = 1,
+		.qkey = qkey,
+	};
+	struct ib_qp *qp = ib_create_qp(c->pd, &init);
+	int err;
+
+	if (IS_ERR(qp))
+		return qp;
+	err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_QKEY);
+	if (!err) {
+		attr.qp_state = IB_QPS_RTR;
+		err = ib_modify_qp(qp, &attr, IB_QP_STATE);
+	}
+	if (!err) {
+		attr.qp_state = IB_QPS_RTS;
+		attr.sq_psn = 0;
+		err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN);
+	}
+	if (err) {
+		ib_destroy_qp(qp);
+		return ERR_PTR(err);
+	}
+	return qp;
+}
+
+/*
+ * An inline SEND of 40 bytes between two UD QPs of the device, through an
+ * address handle for its own GID: the receive holds the GRH, then the data.
+ */
+static int case_ud(struct ctx *c)
+{
+	enum { LEN = 40, QKEY = 0x11223344 };
+	struct rdma_ah_attr ah_attr = {};
+	struct ib_qp *qa = NULL, *qb = NULL;
+	struct ib_ah *ah = NULL;
+	struct ib_cq *cq;
+	u8 src[LEN], want[LEN];
+	struct ib_sge rsge = {
+		.addr = c->b.dma,
+		.length = BUF_SIZE,
+		.lkey = c->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr rwr = { .wr_id = 600, .sg_list = &rsge, .num_sge = 1 };
+	struct ib_sge sge = { .addr = (uintptr_t)src, .length = LEN };
+	struct ib_ud_wr wr = {
+		.wr = {
+			.wr_id = 601,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IB_WR_SEND,
+			.send_flags = IB_SEND_INLINE | IB_SEND_SIGNALED,
+		},
+		.remote_qkey = QKEY,
+	};
+	struct ib_wc wc;
+	int err, got = 0;
+
+	cq = ib_alloc_cq(c->dev, NULL, 16, 0, IB_POLL_DIRECT);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	qa = make_ud(c, cq, QKEY);
+	qb = IS_ERR(qa) ? NULL : make_ud(c, cq, QKEY);
+	err = IS_ERR(qa) ? PTR_ERR(qa) : IS_ERR(qb) ? PTR_ERR(qb) : 0;
+	if (err)
+		goto out;
+	ah_attr.type = rdma_ah_find_type(c->dev, 1);
+	rdma_ah_set_port_num(&ah_attr, 1);
+	rdma_ah_set_grh(&ah_attr, &c->gid, 0, c->sgid, 64, 0);
+	ah = rdma_create_ah(c->pd, &ah_attr, RDMA_CREATE_AH_SLEEPABLE);
+	if (IS_ERR(ah)) {
+		err = PTR_ERR(ah);
+		ah = NULL;
+		goto out;
+	}
+	pattern(want, LEN, 0x33);
+	memcpy(src, want, LEN);
+	memset(c->b.buf, 0, BUF_SIZE);
+	err = ib_post_recv(qb, &rwr, NULL);
+	if (err)
+		goto out;
+	wr.ah = ah;
+	wr.remote_qpn = qb->qp_num;
+	err = ib_post_send(qa, &wr.wr, NULL);
+	if (err)
+		goto out;
+	memset(src, 0xee, LEN);
+	/* The send's and the receive's completions, in either order. */
+	while (got != 3 && !err) {
+		err = poll_one(cq, &wc);
+		if (err) {
+			pr_err("rrxe_kverbs: UD %s completion missing\n",
+			       got & 2 ? "receive" : "send");
+			break;
+		}
+		if (wc.status != IB_WC_SUCCESS || (wc.wr_id != 600 && wc.wr_id != 601)) {
+			pr_err("rrxe_kverbs: UD completion wr_id %llu status %s\n",
+			       wc.wr_id, ib_wc_status_msg(wc.status));
+			err = -EIO;
+			break;
+		}
+		got |= wc.wr_id == 600 ? 1 : 2;
+		if (wc.wr_id == 600 &&
+		    (wc.byte_len != sizeof(struct ib_grh) + LEN ||
+		     memcmp((u8 *)c->b.buf + sizeof(struct ib_grh), want, LEN))) {
+			pr_err("rrxe_kverbs: UD receive of %u bytes differs\n", wc.byte_len);
+			err = -EIO;
+		}
+	}
+out:
+	if (ah)
+		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+	if (!IS_ERR_OR_NULL(qb))
+		ib_destroy_qp(qb);
+	if (!IS_ERR_OR_NULL(qa))
+		ib_destroy_qp(qa);
+	ib_free_cq(cq);
+	return err;
+}
+
 static int setup(struct ctx *c)
 {
 	int err;
@@ -468,6 +614,8 @@ static int run_cases(struct ib_device *dev, const u8 *mac)
 		if (!err)
 			result(c, "inline RDMA WRITE", case_write(c));
 		result(c, "inline request over the QP's size", case_too_long(c));
+		if (ud)
+			result(c, "inline UD SEND", case_ud(c));
 	}
 	teardown(c);
 	pr_info("rrxe_kverbs: %u passed, %u failed on %s\n", c->passed, c->failed,

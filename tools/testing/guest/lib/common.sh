@@ -343,7 +343,7 @@ kernel_arg() {
     echo "$2"
 }
 
-# kverbs_cases: the kernel verbs test module (/rrxe/rrxe_kverbs.ko, built by
+# kverbs_cases [PARAM=VALUE...]: the kernel verbs test module (/rrxe/rrxe_kverbs.ko, built by
 # tools/testing/kverbs/build.sh) against the soft-RoCE device on eth0, loaded by the
 # caller. Its cases run at load: insmod fails unless every one passes (insmod, not
 # modprobe: it is a test artifact, not installed, and its one dependency, ib_core, is
@@ -351,8 +351,8 @@ kernel_arg() {
 kverbs_cases() {
     local rc
     [ -f /rrxe/rrxe_kverbs.ko ] || fail "/rrxe/rrxe_kverbs.ko is not in this initramfs (run tools/testing/kverbs/build.sh)"
-    log "+ insmod /rrxe/rrxe_kverbs.ko netdev=$RRXE_NETDEV"
-    insmod /rrxe/rrxe_kverbs.ko netdev="$RRXE_NETDEV"
+    log "+ insmod /rrxe/rrxe_kverbs.ko netdev=$RRXE_NETDEV $*"
+    insmod /rrxe/rrxe_kverbs.ko netdev="$RRXE_NETDEV" "$@"
     rc=$?
     dmesg | grep 'rrxe_kverbs:' | sed 's/^/  /'
     [ $rc = 0 ] || fail "rrxe_kverbs cases failed (insmod rc=$rc)"
