@@ -9,11 +9,9 @@ export RRXE_OUT=${RRXE_OUT:-$repo/out}
 export PATH="$HOME/.cargo/bin:$PATH"
 variant=${KERNEL_VARIANT:-normal}
 # Guest tests that also run on the debug kernel (KASAN, lockdep, kmemleak).
-# rrxe_nvmeof is not among them: its data verifies there, but lockdep flags
-# nvmet-rdma's lock order (Documentation/testing.rst, "NVMe over Fabrics").
 DEBUG_TESTS="rrxe_objects rrxe_lifecycle rrxe_verbs rrxe_datapath rrxe_bounds rrxe_rc_pingpong rrxe_rping rrxe_pair_vanish
     rrxe_verbsfuzz rrxe_wirefuzz rrxe_teardown_link rrxe_teardown_rmmod rrxe_windows rrxe_flush rrxe_odp
-    rrxe_rereg rrxe_netns rrxe_kinline"
+    rrxe_rereg rrxe_netns rrxe_kinline rrxe_nvmeof"
 mkdir -p "$RRXE_OUT/check"
 results="$RRXE_OUT/results.txt"
 : > "$results"
