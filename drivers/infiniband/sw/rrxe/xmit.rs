@@ -131,7 +131,8 @@ impl Path {
     /// deep the caller is in QP runs nested by local delivery (0 when the
     /// caller runs on its own). A packet that cannot be sent is lost, as
     /// on a wire; the protocol recovers.
-    pub(crate) fn send(&self, dp: &Datapath, pkt: Packet, dest_qpn: u32, depth: u8) {
+    pub(crate) fn send(&self, dp: &Datapath, mut pkt: Packet, dest_qpn: u32, depth: u8) {
+        let opcode = pkt.bytes().first().copied().unwrap_or(0);
         let mut skb = pkt.skb;
         let len = skb.len() as u64;
         if self.local {
@@ -156,7 +157,7 @@ impl Path {
             // next packets, so the two ends of a transfer run side by side.
             // Small packets (latency, small messages, ACKs) are served at
             // once, in this context.
-            let depth = if len >= PIPELINE_BYTES {
+            let depth = if len >= PIPELINE_BYTES || is_read_or_atomic_request(opcode) {
                 crate::exec::DEFER
             } else {
                 depth.saturating_add(1)
@@ -180,4 +181,15 @@ impl Path {
             Err(_) => dp.stats.inc(Counter::SendErr),
         }
     }
+}
+
+/// A READ or atomic request (RC): its requester waits for nothing but the
+/// response, so the responder may as well run on another CPU while the
+/// requester's caller returns to user space and polls.
+fn is_read_or_atomic_request(opcode: u8) -> bool {
+    use crate::proto::opcode::rc;
+    matches!(
+        opcode,
+        rc::RDMA_READ_REQUEST | rc::COMPARE_SWAP | rc::FETCH_ADD
+    )
 }
