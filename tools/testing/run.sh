@@ -2,11 +2,14 @@
 # Run guest tests, each in its own fresh QEMU boot (sequentially).
 #
 # usage: tools/testing/run.sh [--variant normal|debug] [--kernel KDIR] [--kernel-b KDIR]
-#                             [--append ARGS] [--selftest] [TEST...]
+#                             [--append ARGS] [--selftest] [--shared|--alone] [TEST...]
 #   TEST      a script name (rxe_rping), file name or path; default: every
 #             tools/testing/guest/*.sh
 #   --append ARGS  more kernel command line for every guest of every test, after the
 #             test's own (e.g. rrxe.xfer_bytes=64M for the rrxe_xfer tests)
+#   --shared / --alone  of the default list, only the tests without / with an
+#             "# alone:" header (make check runs the shared ones beside the debug-kernel
+#             guests, the others after them, when no other guest shares the host)
 #   --selftest  run the harness self-tests (tools/testing/selftest/*.sh) instead; each
 #             declares "# expect: PASS|FAIL <reason prefix>" (or "# expect-VARIANT:"
 #             for one kernel variant) and the run succeeds only
@@ -14,6 +17,8 @@
 #
 # Test script headers:  # topology: single|pair    # timeout: SECONDS (default 300)
 #                       # known-bug: TEXT   an open bug makes it fail: run only by name
+#                       # alone: TEXT       timing-sensitive: make check runs it with no
+#                       #   other guest on the host (--alone)
 #                       # append: ARGS      kernel command line for both guests
 #                       # append-b: ARGS    guest B's instead (default: append's), e.g.
 #                       #   "# append: rrxe.driver=rrxe" + "# append-b: rrxe.driver=rxe"
@@ -31,7 +36,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 die() { printf 'testing: ERROR: %s\n' "$*" >&2; exit 2; }
 
-variant=normal kernel_a= kernel_b= selftest=0 append= names=()
+variant=normal kernel_a= kernel_b= selftest=0 append= names=() share=all
 while [ $# -gt 0 ]; do
     case "$1" in
         --variant) variant=$2; shift 2 ;;
@@ -39,6 +44,8 @@ while [ $# -gt 0 ]; do
         --kernel-b) kernel_b=$2; shift 2 ;;
         --append) append=$2; shift 2 ;;
         --selftest) selftest=1; shift ;;
+        --shared) share=shared; shift ;;
+        --alone) share=alone; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) die "unknown option $1" ;;
         *) names+=("$1"); shift ;;
@@ -70,6 +77,11 @@ if [ ${#names[@]} = 0 ]; then
             echo "SKIP $(basename "$f" .sh) (known bug, run it by name: $bug)"
             continue
         fi
+        alone=$(sed -n 's/^# *alone: *//p' "$f" | head -1)
+        case "$share" in
+            shared) [ -z "$alone" ] || continue ;;
+            alone) [ -n "$alone" ] || continue ;;
+        esac
         tests+=("$f")
     done
 else

@@ -9,6 +9,8 @@
 # append: rrxe.driver=rrxe
 # append-b: rrxe.driver=rxe
 # timeout: 900
+# alone: its loss recovery is timed (ACK timeout, 7 retries); beside other guests the host's
+# UDP buffers between the two guests may drop bursts on top of netem's 10%
 . "$RRXE_LIB"
 . "${RRXE_LIB%/*}/xfer.sh"
 

@@ -7,6 +7,8 @@
 # impairments come from the kernel command line (lib/xfer.sh).
 # topology: pair
 # timeout: 900
+# alone: its loss recovery is timed (ACK timeout, 7 retries); beside other guests the host's
+# UDP buffers between the two guests may drop bursts on top of netem's 10%
 . "$RRXE_LIB"
 . "${RRXE_LIB%/*}/xfer.sh"
 
