@@ -187,9 +187,7 @@ impl Path {
 /// response, so the responder may as well run on another CPU while the
 /// requester's caller returns to user space and polls.
 fn is_read_or_atomic_request(opcode: u8) -> bool {
-    use crate::proto::opcode::rc;
-    matches!(
-        opcode,
-        rc::RDMA_READ_REQUEST | rc::COMPARE_SWAP | rc::FETCH_ADD
-    )
+    use crate::proto::opcode::{mask, opcode_info};
+    opcode_info(opcode)
+        .is_some_and(|i| i.is_request() && (i.has(mask::READ) || i.has(mask::ATOMIC)))
 }
