@@ -247,8 +247,8 @@ static int connect_qp(struct ctx *c, struct ib_qp *qp, u32 peer)
 			    IB_QP_MAX_QP_RD_ATOMIC);
 }
 
-/* Posts one receive of b's whole buffer (cleared first). */
-static int post_recv(struct ctx *c, u64 wr_id)
+/* Posts on @qp one receive of b's whole buffer (cleared first). */
+static int post_recv(struct ctx *c, struct ib_qp *qp, u64 wr_id)
 {
 	struct ib_sge sge = {
 		.addr = c->b.dma,
@@ -258,7 +258,7 @@ static int post_recv(struct ctx *c, u64 wr_id)
 	struct ib_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 };
 
 	memset(c->b.buf, 0, BUF_SIZE);
-	return ib_post_recv(c->b.qp, &wr, NULL);
+	return ib_post_recv(qp, &wr, NULL);
 }
 
 /*
@@ -300,7 +300,7 @@ static int case_send(struct ctx *c, size_t len, int nsge, bool imm)
 
 	pattern(want, len, (u8)len);
 	memcpy(src, want, len);
-	err = post_recv(c, 200 + len);
+	err = post_recv(c, c->b.qp, 200 + len);
 	if (!err)
 		err = send_inline(c, &wr, src, len);
 	if (!err)
@@ -476,12 +476,6 @@ static int case_ud(struct ctx *c)
 	struct ib_ah *ah = NULL;
 	struct ib_cq *cq;
 	u8 src[LEN], want[LEN];
-	struct ib_sge rsge = {
-		.addr = c->b.dma,
-		.length = BUF_SIZE,
-		.lkey = c->pd->local_dma_lkey,
-	};
-	struct ib_recv_wr rwr = { .wr_id = 600, .sg_list = &rsge, .num_sge = 1 };
 	struct ib_sge sge = { .addr = (uintptr_t)src, .length = LEN };
 	struct ib_ud_wr wr = {
 		.wr = {
@@ -515,8 +509,7 @@ static int case_ud(struct ctx *c)
 	}
 	pattern(want, LEN, 0x33);
 	memcpy(src, want, LEN);
-	memset(c->b.buf, 0, BUF_SIZE);
-	err = ib_post_recv(qb, &rwr, NULL);
+	err = post_recv(c, qb, 600);
 	if (err)
 		goto out;
 	wr.ah = ah;
