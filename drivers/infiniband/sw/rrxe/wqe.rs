@@ -19,7 +19,7 @@ use kernel::prelude::*;
 
 /// Bytes of a send WQE the datapath reads: the header and one SGE or the
 /// largest inline data.
-pub(crate) const SEND_WQE_READ: usize = SEND_DMA + DMA_SGE + MAX_INLINE;
+pub(crate) const SEND_WQE_READ: usize = SEND_DATA + MAX_INLINE;
 /// Most inline data a send WQE carries.
 pub(crate) const MAX_INLINE: usize = crate::params::MAX_INLINE_DATA as usize;
 /// Bytes of a receive WQE with the most SGEs a QP may have.
@@ -65,6 +65,8 @@ const DMA_LEN: usize = offset_of!(b::rxe_dma_info, length);
 const DMA_RESID: usize = offset_of!(b::rxe_dma_info, resid);
 const DMA_NUM_SGE: usize = offset_of!(b::rxe_dma_info, num_sge);
 const DMA_SGE: usize = offset_of!(b::rxe_dma_info, __bindgen_anon_1);
+/// Where a send WQE's SGEs, its inline data or an ATOMIC WRITE's value lie.
+const SEND_DATA: usize = SEND_DMA + DMA_SGE;
 const SGE_ADDR: usize = offset_of!(b::rxe_sge, addr);
 const SGE_LENGTH: usize = offset_of!(b::rxe_sge, length);
 const SGE_LKEY: usize = offset_of!(b::rxe_sge, lkey);
@@ -136,8 +138,7 @@ fn sge_or_list(buf: &[u8], dma: usize, max_sge: u32) -> Option<(Sge, Option<SgeL
 /// bytes where the SGEs would be; `None` if that is more than a WQE carries.
 fn inline_data(buf: &[u8]) -> Option<&[u8]> {
     let len = u32_at(buf, SEND_DMA + DMA_LEN) as usize;
-    let start = SEND_DMA + DMA_SGE;
-    buf.get(start..start.saturating_add(len))
+    buf.get(SEND_DATA..SEND_DATA.saturating_add(len))
         .filter(|_| len <= MAX_INLINE)
 }
 
@@ -291,9 +292,8 @@ pub(crate) fn send_wr(
             u32_at(buf, ATOMIC_RKEY),
         ),
         b::ib_wr_opcode_IB_WR_ATOMIC_WRITE => {
-            let start = SEND_DMA + DMA_SGE;
             let value = buf
-                .get(start..start.saturating_add(8))
+                .get(SEND_DATA..SEND_DATA + 8)
                 .and_then(|v| <[u8; 8]>::try_from(v).ok())
                 .ok_or(bad)?;
             (
@@ -425,7 +425,6 @@ pub(crate) fn ud_send(
         b::ib_wr_opcode_IB_WR_SEND_WITH_IMM => Some(be32_at(buf, EX)),
         _ => return Err(bad),
     };
-    let start = SEND_DMA + DMA_SGE;
     let inline = if flags & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
         Some(inline_data(buf).ok_or(bad)?)
     } else {
@@ -436,7 +435,9 @@ pub(crate) fn ud_send(
         return Err(bad);
     }
     let n = n as usize;
-    let end = n.checked_mul(SGE_LEN).and_then(|l| l.checked_add(start));
+    let end = n
+        .checked_mul(SGE_LEN)
+        .and_then(|l| l.checked_add(SEND_DATA));
     if inline.is_none() && end.is_none_or(|e| e > buf.len()) {
         return Err(bad);
     }
@@ -457,7 +458,11 @@ pub(crate) fn ud_send(
         ah_num,
         av,
         inline,
-        sges: SgeList { buf, start, n },
+        sges: SgeList {
+            buf,
+            start: SEND_DATA,
+            n,
+        },
     })
 }
 
@@ -553,10 +558,9 @@ pub(crate) fn kernel_send(
     }
     if inline {
         // The data goes where the SGEs would be, as librxe puts it.
-        let start = SEND_DMA + DMA_SGE;
         let room = MAX_INLINE.min(max_inline);
         let data = out
-            .get_mut(start..start.saturating_add(room))
+            .get_mut(SEND_DATA..SEND_DATA.saturating_add(room))
             .ok_or(EINVAL)?;
         let len = u32::try_from(wr.copy_inline(data).ok_or(EINVAL)?).map_err(|_| EINVAL)?;
         put_u32(out, SEND_DMA + DMA_LEN, len);
