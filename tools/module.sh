@@ -12,7 +12,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 variant=${1:-normal}; shift || true
 export RRXE_OUT=${RRXE_OUT:-$repo/out}
 export PATH="$HOME/.cargo/bin:$PATH"
-export LIBCLANG_PATH=/usr/lib/llvm-19/lib
+. "$repo/tools/kmake.sh"
 if [ "$variant" = custom ]; then
     kdir=${RRXE_KDIR:?variant custom needs RRXE_KDIR, a kernel build tree}
     [ -f "$kdir/Makefile" ] || { echo "module: $kdir is not a kernel build tree" >&2; exit 1; }
@@ -30,16 +30,8 @@ rsync -a --delete --exclude generated/ --exclude '*.o' --exclude '*.ko' --exclud
     "$repo/" "$build/"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-# The kernel's own compiler: LLVM for a clang-built kernel (the test kernels).
-llvm=()
-grep -q '^CONFIG_CC_IS_CLANG=y' "$kdir/include/config/auto.conf" 2>/dev/null && llvm=(LLVM=-19)
-kmake() {
-    make -C "$kdir" M="$build" ${llvm[@]+"${llvm[@]}"} RUSTC=/usr/bin/rustc \
-        RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library BINDGEN=bindgen \
-        CLIPPY_DRIVER=/usr/bin/clippy-driver "$@"
-}
 set +e
-kmake -j"$(nproc)" "$@" modules > "$log" 2>&1
+kmake "$kdir" "$build" -j"$(nproc)" "$@" modules > "$log" 2>&1
 rc=$?
 set -e
 # Show paths relative to the repo, not the build copy.
@@ -54,7 +46,7 @@ fi
 # ROOT/lib/modules/KVER/extra, then depmod over ROOT ("/" for this system).
 if [ -n "${RRXE_INSTALL_ROOT:-}" ]; then
     root=${RRXE_INSTALL_ROOT%/}
-    kmake INSTALL_MOD_DIR=extra ${root:+INSTALL_MOD_PATH="$root"} modules_install >&2 \
+    kmake "$kdir" "$build" INSTALL_MOD_DIR=extra ${root:+INSTALL_MOD_PATH="$root"} modules_install >&2 \
         || { echo "module: modules_install failed" >&2; exit 1; }
 fi
 echo "$build/drivers/infiniband/sw/rrxe/rrxe.ko"

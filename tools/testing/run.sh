@@ -108,7 +108,8 @@ if [ $selftest = 1 ]; then
     kd=$kernel_a; [ -d "$kd" ] || kd=$(cd "$(dirname "$kd")/../../.." && pwd)
     bld=$RRXE_OUT/selftest-build
     rm -rf "$bld"; mkdir -p "$bld"; cp "$here/selftest/warn/"* "$bld/"
-    make -s -C "$kd" M="$bld" LLVM=-19 modules >"$bld/build.log" 2>&1 \
+    . "$repo/tools/kmake.sh"
+    kmake "$kd" "$bld" -s modules >"$bld/build.log" 2>&1 \
         || { cat "$bld/build.log" >&2; die "building the self-test WARN module failed"; }
     qemu_extra+=(--tests "$test_dir")
     for m in "$bld"/*.ko; do qemu_extra+=(--add "$m=/rrxe/selftest/$(basename "$m")"); done

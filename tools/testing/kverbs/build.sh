@@ -13,10 +13,9 @@ kdir=$("$repo/tools/kernel/build.sh" "$variant")
 build="$RRXE_OUT/kverbs/$variant"
 mkdir -p "$build"
 cp "$here/Kbuild" "$here/rrxe_kverbs.c" "$build/"
-llvm=()
-grep -q '^CONFIG_CC_IS_CLANG=y' "$kdir/include/config/auto.conf" 2>/dev/null && llvm=(LLVM=-19)
+. "$repo/tools/kmake.sh"
 log="$build/build.log"
-if ! make -C "$kdir" M="$build" ${llvm[@]+"${llvm[@]}"} W=1 modules > "$log" 2>&1; then
+if ! kmake "$kdir" "$build" W=1 modules > "$log" 2>&1; then
     sed "s|$build/||g" "$log" >&2
     echo "kverbs: build failed" >&2
     exit 1
