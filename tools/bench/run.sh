@@ -19,11 +19,12 @@
 #                   ib_write_bw_q8,ib_send_mpps (default: all; see
 #                   tools/bench/guest/perftest_compare.sh for what each runs)
 #   --no-pair       skip the two-guest run
-#   --profile       record a perf profile (cpu-clock, whole guest) of every client run
-#                   and print each one's top symbols and DSOs after the table (perf
-#                   and its libraries are copied from the host's linux-perf); implies
-#                   --no-pair. Profiling slows the runs: use it to see where the time
-#                   goes, not for the ratios
+#   --profile       record a perf profile (cpu-clock, whole guest) of every client run,
+#                   and of both guests of every wire run (the sender and the
+#                   receiver), and print each one's top symbols and DSOs after the
+#                   table (perf and its libraries are copied from the host's
+#                   linux-perf). Profiling slows the runs: use it to see where the
+#                   time goes, not for the ratios
 #   --lat-iters N   iterations of the latency tests (default 2000)
 #   --bw-iters N    iterations of the bandwidth tests (default 1000)
 #   --no-warmup     skip the uncounted warm-up slot of each driver
@@ -52,7 +53,7 @@ while [ $# -gt 0 ]; do
         --bw-iters) bw_iters=$2; shift 2 ;;
         --no-warmup) warmup=0; shift ;;
         --no-pair) pair=0; shift ;;
-        --profile) profile=1; pair=0; shift ;;
+        --profile) profile=1; shift ;;
         --wait-quiet) wait_quiet=$2; shift 2 ;;
         --timeout) timeout=$2; shift 2 ;;
         --log-dir) log_dir=$2; shift 2 ;;
@@ -178,7 +179,7 @@ pair_verdict=PASS pair_secs=0
 if [ $pair = 1 ]; then
     echo "bench: booting two guests for the wire row" >&2
     t1=$(date +%s)
-    pair_verdict=$("$repo/tools/qemu/run.sh" --pair --kernel "$kdir" --ko "$ko" --smp 1 \
+    pair_verdict=$("$repo/tools/qemu/run.sh" --pair --kernel "$kdir" --ko "$ko" --smp 1 ${perf_add[@]+"${perf_add[@]}"} \
         --tests "$here/guest" --test perftest_pair --append "$append" \
         --timeout "$timeout" --log-dir "$log_dir/pair" 2> "$log_dir/pair.stderr" | tail -1)
     pair_secs=$(( $(date +%s) - t1 ))
@@ -253,7 +254,9 @@ fi
 if [ $profile = 1 ]; then
     echo
     echo "profiles (perf cpu-clock, whole guest, per client run; % of samples):"
-    tr -d '\r' < "$glog" | sed -n 's/^BENCH-PROFILE //p' | tee "$log_dir/profile.txt"
+    for g in "$glog" "$log_dir/pair/guest-a.log" "$log_dir/pair/guest-b.log"; do
+        [ -f "$g" ] && tr -d '\r' < "$g" | sed -n 's/^BENCH-PROFILE //p'
+    done | tee "$log_dir/profile.txt"
 fi
 echo
 echo "log: $log_dir"

@@ -45,19 +45,6 @@ for arg in $(cat /proc/cmdline); do
         rrxe.bench.profile=*) PROFILE=${arg#*=} ;;
     esac
 done
-PERF="env LD_LIBRARY_PATH=/rrxe/perf/lib /rrxe/perf/perf"
-# profile DRIVER TEST FILE: the top of a perf recording, by symbol and by DSO.
-profile() {
-    $PERF report -i "$3" --stdio --sort dso --percent-limit 1 2>/dev/null |
-        grep -v '^#' | grep -v '^$' | head -15 | sed "s/^/BENCH-PROFILE $1 $2 dso /"
-    $PERF report -i "$3" --stdio --sort sym --percent-limit 0.8 2>/dev/null |
-        grep -v '^#' | grep -v '^$' | head -40 | sed "s/^/BENCH-PROFILE $1 $2 sym /"
-    # The driver module's own symbols, as shares of its samples.
-    local mod=rrxe
-    [ "$1" = rxe ] && mod=rdma_rxe
-    $PERF report -i "$3" --stdio --dsos "[$mod]" --sort sym --percentage relative --percent-limit 0.5 2>/dev/null |
-        grep -v '^#' | grep -v '^$' | head -30 | sed "s/^/BENCH-PROFILE $1 $2 mod /"
-}
 # Per-run bounds (seconds): a client that never completes fails in bounded time.
 # The slowest run seen (ib_send_bw on rrxe, 64 MiB at 0.06 Gb/s) takes about 9 s.
 CLIENT_TMO=60

@@ -13,6 +13,10 @@
 #                         rxe_pair_write_bw: a deeper queue overflows the host's UDP
 #                         buffer between the two emulated guests)
 #   rrxe.bench.warmup=0|1 an uncounted first slot per driver (default 1)
+#   rrxe.bench.profile=1  record a system-wide perf profile (cpu-clock) of each guest
+#                         during each run and print its top symbols as
+#                         "BENCH-PROFILE DRIVER wire_write_bw_sender|_receiver ..."
+#                         lines (A sends, B receives; tools/bench/run.sh --profile)
 # topology: pair
 # timeout: 1800
 . "$RRXE_LIB"
@@ -21,11 +25,13 @@
 ROUNDS=6
 BW_ITERS=1000
 WARMUP=1
+PROFILE=0
 for arg in $(cat /proc/cmdline); do
     case "$arg" in
         rrxe.bench.rounds=*) ROUNDS=${arg#*=} ;;
         rrxe.bench.bw_iters=*) BW_ITERS=${arg#*=} ;;
         rrxe.bench.warmup=*) WARMUP=${arg#*=} ;;
+        rrxe.bench.profile=*) PROFILE=${arg#*=} ;;
     esac
 done
 T=wire_write_bw
@@ -51,6 +57,11 @@ slot() {
         record "$round" "$drv" FAILED "loading $drv or finding its GID failed"
     else
         a="-d $dev -x $gid -F -p $PORT -s 65536 -n $BW_ITERS -t 2 --report_gbits"
+        # The whole guest's profile while this side runs (both sides, each its own).
+        if [ "$PROFILE" = 1 ]; then
+            $PERF record -q -a -e cpu-clock -F 4000 -o /tmp/wire.perf > /tmp/wire.perf.log 2>&1 &
+            perf_pid=$!
+        fi
         if [ "$RRXE_ROLE" = b ]; then
             # shellcheck disable=SC2086
             timeout 240 ib_write_bw $a > "/tmp/wire-$drv-r$round.out" 2>&1
@@ -67,6 +78,15 @@ slot() {
                 record "$round" "$drv" FAILED "client rc=$rc"
                 tail -n 20 "/tmp/wire-$drv-r$round.out" | sed "s/^/  $T-client| /"
             fi
+        fi
+        if [ "$PROFILE" = 1 ]; then
+            kill -INT "$perf_pid" 2>/dev/null
+            wait "$perf_pid"
+            side=sender
+            [ "$RRXE_ROLE" = b ] && side=receiver
+            sed "s/^/  perf| /" /tmp/wire.perf.log
+            profile "$drv" "${T}_$side" /tmp/wire.perf
+            rm -f /tmp/wire.perf /tmp/wire.perf.log
         fi
     fi
     [ -e "/sys/class/infiniband/$dev" ] && timeout 30 rdma link delete "$dev"

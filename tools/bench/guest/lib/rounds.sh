@@ -15,3 +15,20 @@ bench_rounds() {
         r=$((r + 1))
     done
 }
+
+# perf as tools/bench/run.sh --profile puts it in the guest.
+PERF="env LD_LIBRARY_PATH=/rrxe/perf/lib /rrxe/perf/perf"
+
+# profile DRIVER TEST FILE: the top of a perf recording, by symbol and by DSO, as
+# "BENCH-PROFILE DRIVER TEST dso|sym|mod ..." lines.
+profile() {
+    $PERF report -i "$3" --stdio --sort dso --percent-limit 1 2>/dev/null |
+        grep -v '^#' | grep -v '^$' | head -15 | sed "s/^/BENCH-PROFILE $1 $2 dso /"
+    $PERF report -i "$3" --stdio --sort sym --percent-limit 0.8 2>/dev/null |
+        grep -v '^#' | grep -v '^$' | head -40 | sed "s/^/BENCH-PROFILE $1 $2 sym /"
+    # The driver module's own symbols, as shares of its samples.
+    local mod=rrxe
+    [ "$1" = rxe ] && mod=rdma_rxe
+    $PERF report -i "$3" --stdio --dsos "[$mod]" --sort sym --percentage relative --percent-limit 0.5 2>/dev/null |
+        grep -v '^#' | grep -v '^$' | head -30 | sed "s/^/BENCH-PROFILE $1 $2 mod /"
+}
