@@ -25,7 +25,7 @@ pub(crate) fn npkts(len: u32, mtu: u32) -> u32 {
 }
 
 /// Packets between explicit ACK requests.
-const ACK_EVERY: u32 = 64;
+const ACK_EVERY: u32 = 16;
 
 /// A send WQE and its transmission bookkeeping: an element of the
 /// requester's queue ([`Storage::Send`]).
