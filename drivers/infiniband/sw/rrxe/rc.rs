@@ -207,7 +207,12 @@ impl CompletionSink for Completions<'_> {
     }
 
     fn recv_completion(&mut self, wc: &WorkCompletion) {
-        let wc = wqe::completion(wc, self.qpn, self.src_qp);
+        let mut wc = wqe::completion(wc, self.qpn, self.src_qp);
+        // Every RoCE v2 packet carries a GRH (its IP header): a receive
+        // says so, as rxe and RoCE NICs report it on RC and UC too.
+        if wc.status == b::ib_wc_status_IB_WC_SUCCESS {
+            wc.wc_flags |= b::ib_wc_flags_IB_WC_GRH;
+        }
         if !complete_or_report(self.recv_cq, &wc, self.ibqp, false) {
             self.overflow.set(true);
         }

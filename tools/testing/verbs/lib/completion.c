@@ -73,8 +73,8 @@ int cq_empty(struct ibv_cq *cq, const char *what)
  * A completion of qp's WR wr_id with `status`. On success also `op`, byte_len
  * `len` unless len < 0 (checked for receives, RDMA READ and atomics: rxe sets
  * byte_len of every successful send-queue WR to its length, but the spec leaves
- * it undefined for SEND/WRITE), and for receives the immediate: `imm` (network
- * order) or, if NULL, none.
+ * it undefined for SEND/WRITE), and for receives IBV_WC_GRH and the immediate:
+ * `imm` (network order) or, if NULL, none.
  */
 int check_wc(const struct ibv_wc *wc, const char *what, struct ibv_qp *qp,
 	     uint64_t wr_id, enum ibv_wc_status status, enum ibv_wc_opcode op, long len,
@@ -95,6 +95,10 @@ int check_wc(const struct ibv_wc *wc, const char *what, struct ibv_qp *qp,
 		      wc->byte_len, len);
 	if (!(op & IBV_WC_RECV))
 		return 0;
+	/* Every RoCE v2 packet has a GRH (its IP header): rxe reports it on every
+	 * successful receive, RC and UC included, as RoCE NICs do. */
+	CHECK(wc->wc_flags & IBV_WC_GRH, "%s: no IBV_WC_GRH (wc_flags 0x%x)", what,
+	      wc->wc_flags);
 	if (imm) {
 		CHECK(wc->wc_flags & IBV_WC_WITH_IMM, "%s: no IBV_WC_WITH_IMM (wc_flags 0x%x)",
 		      what, wc->wc_flags);
