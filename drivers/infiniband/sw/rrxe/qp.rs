@@ -159,10 +159,10 @@ fn timeout_us(code: u8) -> u64 {
 pub(crate) fn take_recv(
     rq: &mut Option<Queue>,
     srq: &Option<SrqRef<RrxeDev>>,
-    buf: &mut [u8],
+    buf: &mut wqe::RecvCopy,
 ) -> bool {
     if let Some(rq) = rq {
-        if rq.peek(buf) {
+        if wqe::peek_recv(rq, buf) {
             rq.advance();
             return true;
         }

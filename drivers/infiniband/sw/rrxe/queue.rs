@@ -13,7 +13,10 @@
 //! lets a value read from the buffer index memory unchecked.
 
 use crate::rdma::{bindings as b, mmap::UserBuf, udata::Udata};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::{
+    mem::MaybeUninit,
+    sync::atomic::{AtomicU32, Ordering},
+};
 use kernel::{prelude::*, sync::Arc};
 
 const PRODUCER: usize = 128;
@@ -98,6 +101,56 @@ impl Ring {
 
     fn elem_size(&self) -> usize {
         1 << self.log2_elem
+    }
+}
+
+/// The first bytes of a ring element, copied out of the ring (at most `N`),
+/// so that what the driver parses cannot change under it. It starts
+/// uninitialised: an entry copies only the bytes it has, with no clearing
+/// of the rest first.
+pub(crate) struct ElemCopy<const N: usize> {
+    buf: [MaybeUninit<u8>; N],
+    /// The bytes of `buf` copied in so far.
+    len: usize,
+}
+
+impl<const N: usize> ElemCopy<N> {
+    /// An empty copy.
+    pub(crate) const fn new() -> Self {
+        Self {
+            buf: [const { MaybeUninit::uninit() }; N],
+            len: 0,
+        }
+    }
+
+    /// The bytes copied.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: The first `len <= N` bytes of `buf` were written by
+        // `fill_from`.
+        unsafe { core::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), self.len) }
+    }
+
+    /// Copies bytes `len..end` of the element at `src` after those already
+    /// copied (nothing when `end <= len`; `end` at most `N`).
+    ///
+    /// # Safety
+    ///
+    /// `src` must be valid for reads of `end` bytes.
+    unsafe fn fill_from(&mut self, src: *const u8, end: usize) {
+        let end = end.min(N);
+        let Some(n) = end.checked_sub(self.len).filter(|&n| n > 0) else {
+            return;
+        };
+        // SAFETY: `len < end <= N`, so both ranges are in bounds (`src` by
+        // the caller's guarantee); the ring and this copy do not overlap.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                src.add(self.len),
+                self.buf.as_mut_ptr().cast::<u8>().add(self.len),
+                n,
+            )
+        };
+        self.len = end;
     }
 }
 
@@ -271,24 +324,37 @@ impl Queue {
         Some(wr_id)
     }
 
-    /// Copies the oldest element of a consumer ring into `buf` (as much of it
-    /// as fits) without taking it; `false` if the ring is empty.
-    pub(crate) fn peek(&self, buf: &mut [u8]) -> bool {
+    /// Copies the oldest element of a consumer ring into `out` without
+    /// taking it, in two parts: its first `head` bytes, then the `tail(head
+    /// bytes)` bytes after them (each as much as the slot and `out` hold), so
+    /// that a short entry in a large slot costs only its own bytes. `false`
+    /// if the ring is empty.
+    pub(crate) fn peek_parts<const N: usize>(
+        &self,
+        out: &mut ElemCopy<N>,
+        head: usize,
+        tail: impl FnOnce(&[u8]) -> usize,
+    ) -> bool {
         debug_assert!(self.side == Side::Consume);
         let (prod, cons) = self.indices();
         if prod == cons {
             return false;
         }
-        let len = buf.len().min(self.elem_size());
-        // SAFETY: The slot holds `elem_size` bytes inside the buffer; user space
-        // published it with the release store `indices` acquired. User space
-        // may scribble over it meanwhile: the bytes are copied, then parsed
-        // with every value checked.
-        unsafe { core::ptr::copy_nonoverlapping(self.slot(cons), buf.as_mut_ptr(), len) };
+        let slot = self.slot(cons);
+        let cap = N.min(self.elem_size());
+        out.len = 0;
+        // SAFETY: The slot holds `elem_size` bytes inside the buffer, so its
+        // first `cap` are readable; user space published it with the release
+        // store `indices` acquired (and may scribble over it: the copy is
+        // parsed with every value checked).
+        unsafe { out.fill_from(slot, head.min(cap)) };
+        let end = head.saturating_add(tail(out.bytes())).min(cap);
+        // SAFETY: As above, `end <= cap`.
+        unsafe { out.fill_from(slot, end) };
         true
     }
 
-    /// Takes the oldest element of a consumer ring (after [`Queue::peek`]).
+    /// Takes the oldest element of a consumer ring (after [`Queue::peek_parts`]).
     pub(crate) fn advance(&mut self) {
         debug_assert!(self.side == Side::Consume);
         let (prod, cons) = self.indices();

@@ -300,8 +300,12 @@ fn with_packet<R>(skb: &SkBuff, f: impl FnOnce(&RocePacket<'_>) -> R) -> Option<
     let mut pieces: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
     let n = skb.pieces(&mut pieces)?;
     let (first, rest) = pieces.get(..n)?.split_first()?;
-    let pkt = parse_payload(Payload::from_pieces(first, rest)).ok()?;
-    Some(f(&pkt))
+    // Borrowed where it was parsed: moving the packet out of the `Result`
+    // would copy its 200 bytes (a `memcpy` per packet).
+    parse_payload(Payload::from_pieces(first, rest))
+        .as_ref()
+        .ok()
+        .map(f)
 }
 
 /// One run of a connected QP: the packets that arrived, the requests
@@ -375,9 +379,9 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         }
         let handled = with_packet(&skb, |pkt| {
             if pkt.info.has(mask::RWR) && rc.recv_queued() == 0 {
-                let mut buf = [0u8; wqe::RECV_WQE_READ_ALL];
+                let mut buf = wqe::RecvCopy::new();
                 if crate::qp::take_recv(rq, srq, &mut buf) {
-                    let wr = match wqe::recv_wr(&buf, max_rsge) {
+                    let wr = match wqe::recv_wr(buf.bytes(), max_rsge) {
                         Ok((wr, None)) => Ok(wr),
                         Ok((mut wr, Some(list))) => match staging.stage_recv(list) {
                             Some(sge) => {
@@ -417,14 +421,14 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
     // (The WQE buffer is only set up when a request waits.)
     if attrs.0.qp_state == b::ib_qp_state_IB_QPS_RTS && rc.state() == QpState::Rts && sq.count() > 0
     {
-        let mut buf = [0u8; wqe::SEND_WQE_READ];
-        while rc.send_room() > 0 && sq.peek(&mut buf) {
+        let mut buf = wqe::SendCopy::new();
+        while rc.send_room() > 0 && wqe::peek_send(sq, &mut buf) {
             sq.advance();
             // Every request is checked before it enters the engine: a bad
             // one completes at once with its error (after those before
             // it) instead of failing half way through its packets.
             let checked = match wqe::send_wr(
-                &buf,
+                buf.bytes(),
                 core.info.sq_sig_all,
                 core.info.max_sge.0,
                 core.info.kernel,

@@ -121,9 +121,9 @@ impl Srq {
     /// Takes the oldest receive WQE into `buf`. Returns whether there was one,
     /// and whether taking it crossed the armed limit (which disarms it; the
     /// caller raises `IB_EVENT_SRQ_LIMIT_REACHED`).
-    pub(crate) fn take(&self, buf: &mut [u8]) -> (bool, bool) {
+    pub(crate) fn take(&self, buf: &mut wqe::RecvCopy) -> (bool, bool) {
         let mut st = self.state.lock();
-        if !st.ring.peek(buf) {
+        if !wqe::peek_recv(&st.ring, buf) {
             return (false, false);
         }
         st.ring.advance();

@@ -179,19 +179,23 @@ fn send_all(
     mem: &mut dyn MemoryAccess,
     depth: u8,
 ) -> (usize, bool) {
-    let mut buf = [0u8; wqe::SEND_WQE_READ];
+    let mut buf = wqe::SendCopy::new();
     let mut n = 0usize;
-    while n < TX_BUDGET && sq.peek(&mut buf) {
+    while n < TX_BUDGET && wqe::peek_send(sq, &mut buf) {
         sq.advance();
         n = n.saturating_add(1);
-        let (wr_id, result) =
-            match wqe::ud_send(&buf, qp.info.sq_sig_all, qp.info.kernel, qp.info.max_sge.0) {
-                Ok(w) => (
-                    w.wr_id,
-                    send_one(qp, ud, dp, mem, &w, depth).map(|()| w.signaled),
-                ),
-                Err(bad) => (bad.wr_id, Err(b::ib_wc_status_IB_WC_LOC_QP_OP_ERR)),
-            };
+        let (wr_id, result) = match wqe::ud_send(
+            buf.bytes(),
+            qp.info.sq_sig_all,
+            qp.info.kernel,
+            qp.info.max_sge.0,
+        ) {
+            Ok(w) => (
+                w.wr_id,
+                send_one(qp, ud, dp, mem, &w, depth).map(|()| w.signaled),
+            ),
+            Err(bad) => (bad.wr_id, Err(b::ib_wc_status_IB_WC_LOC_QP_OP_ERR)),
+        };
         let status = match result {
             Ok(false) => continue,
             Ok(true) => b::ib_wc_status_IB_WC_SUCCESS,
@@ -339,12 +343,12 @@ fn receive(
     if !pkt.info.has(mask::RWR) || deth.qkey != qp.qkey {
         return Rx::Dropped;
     }
-    let mut buf = [0u8; wqe::RECV_WQE_READ_ALL];
+    let mut buf = wqe::RecvCopy::new();
     // UD has no flow control: without a receive WQE the datagram is dropped.
     if !take_recv(rq, srq, &mut buf) {
         return Rx::Dropped;
     }
-    let (wr_id, sges) = wqe::recv_sges(&buf, qp.max_recv_sge);
+    let (wr_id, sges) = wqe::recv_sges(buf.bytes(), qp.max_recv_sge);
     let mut grh = [0u8; GRH_LEN];
     // The GRH area holds an IPv6 header as is, or an IPv4 one in its last
     // 20 bytes (where libibverbs looks for it).

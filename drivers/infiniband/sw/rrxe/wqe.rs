@@ -8,6 +8,7 @@ use crate::{
     ah::AhInfo,
     device::RrxeDev,
     proto::{LocalOp, MwBind, RecvWr, SendWr, Sge, WorkCompletion, WrOp},
+    queue::{ElemCopy, Queue},
     rdma::{
         bindings as b,
         wr::{RecvWr as KRecvWr, SendWr as KSendWr, Sge as KSge},
@@ -25,6 +26,11 @@ pub(crate) const MAX_INLINE: usize = crate::params::MAX_INLINE_DATA as usize;
 /// Bytes of a receive WQE with the most SGEs a QP may have.
 pub(crate) const RECV_WQE_READ_ALL: usize =
     RECV_DMA + DMA_SGE + crate::params::MAX_SGE as usize * SGE_LEN;
+
+/// A send WQE as the datapath copies it out of its ring.
+pub(crate) type SendCopy = ElemCopy<SEND_WQE_READ>;
+/// A receive WQE as the datapath copies it out of its ring.
+pub(crate) type RecvCopy = ElemCopy<RECV_WQE_READ_ALL>;
 
 const SGE_LEN: usize = core::mem::size_of::<b::rxe_sge>();
 const WR: usize = offset_of!(b::rxe_send_wqe, wr);
@@ -140,6 +146,32 @@ fn inline_data(buf: &[u8]) -> Option<&[u8]> {
     let len = u32_at(buf, SEND_DMA + DMA_LEN) as usize;
     buf.get(SEND_DATA..SEND_DATA.saturating_add(len))
         .filter(|_| len <= MAX_INLINE)
+}
+
+/// Copies the oldest send WQE of `sq` into `out` without taking it: its
+/// header, then the SGEs or inline data the header says it has (at least
+/// one SGE's room, where an ATOMIC WRITE keeps its value). `false` if the
+/// ring is empty.
+pub(crate) fn peek_send(sq: &Queue, out: &mut SendCopy) -> bool {
+    // A UD send's address vector lies in the header too.
+    const _: () = assert!(UD_AV + AhInfo::LEN <= SEND_DATA);
+    sq.peek_parts(out, SEND_DATA, |head| {
+        let sges = (u32_at(head, SEND_DMA + DMA_NUM_SGE) as usize).saturating_mul(SGE_LEN);
+        let inline = if u32_at(head, FLAGS) & b::ib_send_flags_IB_SEND_INLINE as u32 != 0 {
+            u32_at(head, SEND_DMA + DMA_LEN) as usize
+        } else {
+            0
+        };
+        sges.max(inline).max(SGE_LEN)
+    })
+}
+
+/// Copies the oldest receive WQE of `rq` into `out` without taking it: its
+/// header, then the SGEs it says it has. `false` if the ring is empty.
+pub(crate) fn peek_recv(rq: &Queue, out: &mut RecvCopy) -> bool {
+    rq.peek_parts(out, RECV_DMA + DMA_SGE, |head| {
+        (u32_at(head, RECV_DMA + DMA_NUM_SGE) as usize).saturating_mul(SGE_LEN)
+    })
 }
 
 /// Immediate data as a completion entry's `ex.imm_data` holds it (`__be32`).
