@@ -111,6 +111,23 @@ static int expect(struct ib_cq *cq, u64 wr_id, struct ib_wc *wc)
 	return 0;
 }
 
+/*
+ * A successful receive says how the message came, as rxe's do: with its GRH
+ * (the IP header) and the network header type (RoCE v2 over IPv4 here), which
+ * ib_core's address resolution from a completion (ib_init_ah_attr_from_wc)
+ * reads.
+ */
+static int check_arrival(const struct ib_wc *wc)
+{
+	if (!(wc->wc_flags & IB_WC_GRH) || !(wc->wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE) ||
+	    wc->network_hdr_type != RDMA_NETWORK_IPV4) {
+		pr_err("rrxe_kverbs: receive completion flags %#x, network header type %u: want GRH and IPv4\n",
+		       wc->wc_flags, wc->network_hdr_type);
+		return -EIO;
+	}
+	return 0;
+}
+
 static void pattern(u8 *p, size_t len, u8 seed)
 {
 	size_t i;
@@ -317,7 +334,7 @@ static int case_send(struct ctx *c, size_t len, int nsge, bool imm)
 		pr_err("rrxe_kverbs: immediate data wrong (flags %#x)\n", wc.wc_flags);
 		return -EIO;
 	}
-	return 0;
+	return check_arrival(&wc);
 }
 
 /* Registers b's buffer for remote writes with a fast registration. */
@@ -539,6 +556,8 @@ static int case_ud(struct ctx *c)
 			pr_err("rrxe_kverbs: UD receive of %u bytes differs\n", wc.byte_len);
 			err = -EIO;
 		}
+		if (wc.wr_id == 600 && !err)
+			err = check_arrival(&wc);
 	}
 out:
 	if (ah)

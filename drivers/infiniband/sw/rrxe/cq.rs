@@ -151,6 +151,18 @@ fn kernel_wc(wc: &b::ib_uverbs_wc, qp: usize) -> b::ib_wc {
     k
 }
 
+/// How a received message arrived, which an in-kernel consumer's completion
+/// of it reports (user space's completion has no room for it, as in rxe).
+#[derive(Clone, Copy)]
+pub(crate) struct Arrival {
+    /// Over IPv6 (else IPv4): `network_hdr_type`, which ib_core's address
+    /// resolution from a completion (`ib_init_ah_attr_from_wc`) reads.
+    pub(crate) ipv6: bool,
+    /// The VLAN it came in on (`IB_WC_WITH_VLAN`; the connection manager
+    /// finds the receiving GID by it).
+    pub(crate) vlan: Option<u16>,
+}
+
 /// Adds a completion as [`complete`] does; if the CQ overran, tells its
 /// consumer with `IB_EVENT_CQ_ERR` (as the spec asks) and returns `false`.
 pub(crate) fn complete_or_report(
@@ -159,21 +171,19 @@ pub(crate) fn complete_or_report(
     qp: usize,
     solicited: bool,
 ) -> bool {
-    complete_or_report_vlan(cq, wc, qp, solicited, None)
+    complete_or_report_received(cq, wc, qp, solicited, None)
 }
 
-/// As [`complete_or_report`], for a datagram that came in on VLAN `vlan`:
-/// an in-kernel consumer's completion says so (`IB_WC_WITH_VLAN`; the
-/// connection manager finds the receiving GID by it). User space's
-/// completion has no room for it, as in rxe.
-pub(crate) fn complete_or_report_vlan(
+/// As [`complete_or_report`], for a receive; a successful one tells an
+/// in-kernel consumer how the message arrived (`arrival`), as rxe's do.
+pub(crate) fn complete_or_report_received(
     cq: &driver::Cq<RrxeDev>,
     wc: &b::ib_uverbs_wc,
     qp: usize,
     solicited: bool,
-    vlan: Option<u16>,
+    arrival: Option<Arrival>,
 ) -> bool {
-    if complete(cq, wc, qp, solicited, vlan).is_err() {
+    if complete(cq, wc, qp, solicited, arrival).is_err() {
         cq.error_event();
         return false;
     }
@@ -189,14 +199,22 @@ fn complete(
     wc: &b::ib_uverbs_wc,
     qp: usize,
     solicited: bool,
-    vlan: Option<u16>,
+    arrival: Option<Arrival>,
 ) -> Result {
     let data = cq.data();
     if data.is_kernel {
         let mut k = kernel_wc(wc, qp);
-        if let Some(vlan) = vlan {
-            k.wc_flags |= b::ib_wc_flags_IB_WC_WITH_VLAN as i32;
-            k.vlan_id = vlan;
+        if let Some(a) = arrival.filter(|_| wc.status == b::ib_wc_status_IB_WC_SUCCESS) {
+            k.wc_flags |= b::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE as i32;
+            k.network_hdr_type = if a.ipv6 {
+                b::rdma_network_type_RDMA_NETWORK_IPV6
+            } else {
+                b::rdma_network_type_RDMA_NETWORK_IPV4
+            } as u8;
+            if let Some(vlan) = a.vlan {
+                k.wc_flags |= b::ib_wc_flags_IB_WC_WITH_VLAN as i32;
+                k.vlan_id = vlan;
+            }
         }
         data.ring.lock().push_value(&k)?;
     } else {

@@ -10,7 +10,7 @@
 //! READ/atomic responder resources as the device advertises.
 
 use crate::{
-    cq::complete_or_report,
+    cq::{complete_or_report, complete_or_report_received, Arrival},
     exec::{now_us, Live, Outcome, QpCore},
     net::skb::{SkBuff, MAX_PIECES},
     params as p,
@@ -167,6 +167,10 @@ impl Conn {
             qpn: core.info.qpn,
             src_qp: *dest_qpn,
             ibqp: core.info.ibqp,
+            arrival: Arrival {
+                ipv6: path.is_ipv6(),
+                vlan: None,
+            },
             overflow: &overflow,
         };
         let mut tx = Tx {
@@ -194,6 +198,8 @@ struct Completions<'a> {
     qpn: u32,
     src_qp: u32,
     ibqp: usize,
+    /// How the QP's messages arrive (from its peer only).
+    arrival: Arrival,
     /// A completion did not fit: the QP must stop (see `serve`).
     overflow: &'a Cell<bool>,
 }
@@ -213,7 +219,7 @@ impl CompletionSink for Completions<'_> {
         if wc.status == b::ib_wc_status_IB_WC_SUCCESS {
             wc.wc_flags |= b::ib_wc_flags_IB_WC_GRH;
         }
-        if !complete_or_report(self.recv_cq, &wc, self.ibqp, false) {
+        if !complete_or_report_received(self.recv_cq, &wc, self.ibqp, false, Some(self.arrival)) {
             self.overflow.set(true);
         }
     }
@@ -352,6 +358,10 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         qpn: core.info.qpn,
         src_qp: *dest_qpn,
         ibqp: core.info.ibqp,
+        arrival: Arrival {
+            ipv6: path.is_ipv6(),
+            vlan: None,
+        },
         overflow: &overflow,
     };
     // The engine's environment, lent anew after each change to `staging`.

@@ -7,7 +7,7 @@
 //! where ib_core and libibverbs look for the sender's address.
 
 use crate::{
-    cq::{complete_or_report, complete_or_report_vlan},
+    cq::{complete_or_report, complete_or_report_received, Arrival},
     datapath::Datapath,
     device::RrxeDev,
     exec::{Live, Outcome, QpCore, QpInfo},
@@ -374,7 +374,17 @@ fn receive(
             wc.wc_flags |= b::ib_wc_flags_IB_WC_WITH_IMM;
         }
     }
-    let _ = complete_or_report_vlan(qp.recv_cq, &wc, qp.info.ibqp, pkt.hdr.bth.solicited, vlan);
+    let arrival = Arrival {
+        ipv6: ip.first().is_some_and(|v| v >> 4 == 6),
+        vlan,
+    };
+    let _ = complete_or_report_received(
+        qp.recv_cq,
+        &wc,
+        qp.info.ibqp,
+        pkt.hdr.bth.solicited,
+        Some(arrival),
+    );
     if status == b::ib_wc_status_IB_WC_SUCCESS {
         Rx::Delivered
     } else {

@@ -120,6 +120,11 @@ impl Path {
         })
     }
 
+    /// Whether the path runs over IPv6 (else IPv4).
+    pub(crate) fn is_ipv6(&self) -> bool {
+        matches!(self.ep.dst, IpAddr::V6(_))
+    }
+
     /// Whether `skb`, received (its network header set), came from the
     /// other end of this path to this end, as a connected QP's packets
     /// must: anything else on its QP number is someone else's.
