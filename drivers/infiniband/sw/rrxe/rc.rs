@@ -12,15 +12,14 @@
 use crate::{
     cq::{complete_or_report, complete_or_report_received, Arrival},
     exec::{now_us, Live, Outcome, QpCore},
-    net::skb::{SkBuff, MAX_PIECES},
     params as p,
     proto::{
-        opcode::mask, parse_payload, Access, AtomicResult, Buffers, CompletionSink, Counters, Env,
-        MemoryAccess, NakCode, Packet as RocePacket, Payload, QpConfig, QpState, RecvWr,
-        RemoteAccess, Response, SendWqe, SendWr, Slots, Storage, Transport, TxSink, WcOpcode,
-        WcStatus, WorkCompletion,
+        opcode::mask, Access, AtomicResult, Buffers, CompletionSink, Counters, Env, MemoryAccess,
+        NakCode, QpConfig, QpState, RecvWr, RemoteAccess, Response, SendWqe, SendWr, Slots,
+        Storage, Transport, TxSink, WcOpcode, WcStatus, WorkCompletion,
     },
     rdma::{bindings as b, driver::CqRef},
+    recv::with_packet,
     staging::Staging,
     stats::Counter,
     wqe,
@@ -299,19 +298,6 @@ fn op_err(wr_id: u64, opcode: WcOpcode, qpn: u32) -> WorkCompletion {
         invalidated_rkey: None,
         qpn,
     }
-}
-
-/// Parses a received packet (data at its BTH) where its pieces lie.
-fn with_packet<R>(skb: &SkBuff, f: impl FnOnce(&RocePacket<'_>) -> R) -> Option<R> {
-    let mut pieces: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
-    let n = skb.pieces(&mut pieces)?;
-    let (first, rest) = pieces.get(..n)?.split_first()?;
-    // Borrowed where it was parsed: moving the packet out of the `Result`
-    // would copy its 200 bytes (a `memcpy` per packet).
-    parse_payload(Payload::from_pieces(first, rest))
-        .as_ref()
-        .ok()
-        .map(f)
 }
 
 /// One run of a connected QP: the packets that arrived, the requests

@@ -17,7 +17,7 @@ use crate::{
         headers::BthRepr,
         icrc::{self, IpHeader},
         opcode::BTH_LEN,
-        HeaderRepr, Payload,
+        parse_payload, HeaderRepr, Packet, Payload,
     },
     stats::Counter,
     xmit::crc32,
@@ -60,4 +60,18 @@ fn verify(skb: &SkBuff) -> Option<u32> {
     icrc::verify_payload(&mut crc32, ip, udp, &payload).ok()?;
     let bth = BthRepr::parse(first).ok()?;
     Some(bth.dest_qpn)
+}
+
+/// Parses a packet a QP received (data at its BTH) where its pieces lie and
+/// hands it to `f`; `None` if it does not parse.
+pub(crate) fn with_packet<R>(skb: &SkBuff, f: impl FnOnce(&Packet<'_>) -> R) -> Option<R> {
+    let mut pieces: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
+    let n = skb.pieces(&mut pieces)?;
+    let (first, rest) = pieces.get(..n)?.split_first()?;
+    // Borrowed where it was parsed: moving the packet out of the `Result`
+    // would copy its 200 bytes (a `memcpy` per packet).
+    parse_payload(Payload::from_pieces(first, rest))
+        .as_ref()
+        .ok()
+        .map(f)
 }

@@ -11,11 +11,11 @@ use crate::{
     datapath::Datapath,
     device::RrxeDev,
     exec::{Live, Outcome, QpCore, QpInfo},
-    net::skb::{SkBuff, MAX_PIECES},
+    net::skb::SkBuff,
     proto::{
         headers::{BthRepr, DethRepr},
         opcode::{mask, ud as ud_op},
-        parse_payload, Access, Headers, MemoryAccess, Packet, Payload, Psn,
+        Access, Headers, MemoryAccess, Packet, Payload, Psn,
     },
     qp::take_recv,
     queue::Queue,
@@ -23,6 +23,7 @@ use crate::{
         bindings as b,
         driver::{CqRef, SrqRef},
     },
+    recv::with_packet,
     stats::Counter,
     wqe,
     wqe::SgeList,
@@ -131,17 +132,7 @@ fn receive_skb(
 ) -> Rx {
     let hdrs = skb.network_header();
     let ip = hdrs.get(..hdrs.len().saturating_sub(8)).unwrap_or(&[]);
-    let mut pieces: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
-    let Some(n) = skb.pieces(&mut pieces) else {
-        return Rx::Dropped;
-    };
-    let Some((first, rest)) = pieces.get(..n).and_then(|p| p.split_first()) else {
-        return Rx::Dropped;
-    };
-    let Ok(pkt) = parse_payload(Payload::from_pieces(first, rest)) else {
-        return Rx::Dropped;
-    };
-    receive(qp, rq, srq, mem, &pkt, ip, skb.vlan_id())
+    with_packet(skb, |pkt| receive(qp, rq, srq, mem, pkt, ip, skb.vlan_id())).unwrap_or(Rx::Dropped)
 }
 
 /// What a UD QP needs from its owner for one call.
