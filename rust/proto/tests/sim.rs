@@ -543,6 +543,21 @@ fn write_b(id: u64, len: u32, off: u64) -> SendWr {
     w
 }
 
+/// A FETCH_ADD of `add` on B's atomic word, the original value to A's
+/// destination region at `dst`.
+fn fetch_add_b(id: u64, add: u64, dst: u64) -> SendWr {
+    let mut w = send(id, 8);
+    w.op = WrOp::FetchAdd { add };
+    w.sge = Sge {
+        addr: dst,
+        length: 8,
+        lkey: A_DST.0,
+    };
+    w.remote_addr = B_ATOMIC.1;
+    w.rkey = B_ATOMIC.0;
+    w
+}
+
 fn run_until_quiet(sim: &mut Sim) {
     for _ in 0..MAX_STEPS {
         if !sim.step() {
@@ -606,6 +621,44 @@ fn retry_exhaustion() {
         post(&mut sim, 0, send(9, 1));
         assert_eq!(sim.nodes[0].cq.send.last().unwrap().status, WrFlushErr);
     }
+}
+
+/// A retransmission sends its first packet twice; the responder takes the
+/// copy as a duplicate. A 3-packet SEND whose first packet is lost: the
+/// sequence NAK for it brings the first packet twice and the other two once
+/// more, and B receives the message once.
+#[test]
+fn retransmission_doubles_its_first_packet() {
+    let mut sim = pair(0, Faults::default(), |_| {});
+    post_recv(&mut sim, 0, 4096);
+    sim.lose = vec![1];
+    post(&mut sim, 0, send(0, 3 * MTU));
+    run_until_quiet(&mut sim);
+    assert_eq!(statuses(&sim, 0, false), [WcStatus::Success]);
+    assert_eq!(statuses(&sim, 1, true), [WcStatus::Success]);
+    let c = sim.nodes[0].qp.counters();
+    assert_eq!((c.retries, c.timeouts), (1, 0));
+    // 3 sent first, then 2 + 2 after the NAK.
+    assert_eq!(sim.stats.sent_by[0], 7);
+
+    // The same for an atomic whose answer is lost: the timeout resends it
+    // twice, and both copies are answered from B's history: it ran once.
+    let mut sim = pair(0, Faults::default(), |_| {});
+    sim.nodes[1]
+        .mem
+        .add(B_ATOMIC.0, B_ATOMIC.1, vec![0; 16], true);
+    sim.nodes[0].mem.add(A_DST.0, A_DST.1, vec![0; 8], false);
+    sim.lose = vec![2];
+    post(&mut sim, 0, fetch_add_b(0, 5, A_DST.1));
+    run_until_quiet(&mut sim);
+    assert_eq!(statuses(&sim, 0, false), [WcStatus::Success]);
+    assert_eq!(sim.nodes[0].qp.counters().timeouts, 1);
+    assert_eq!(sim.stats.sent_by, [3, 3]);
+    assert_eq!(sim.nodes[0].mem.slice(A_DST.0, A_DST.1, 8), vec![0; 8]);
+    assert_eq!(
+        sim.nodes[1].mem.slice(B_ATOMIC.0, B_ATOMIC.1, 8),
+        5u64.to_ne_bytes()
+    );
 }
 
 #[test]
@@ -729,6 +782,32 @@ fn unsignaled_and_fence() {
     );
 }
 
+/// Two QPs as rrxe_xfer sets them up (ACK timeout 14, retry_cnt 7,
+/// 1024-byte MTU, 128 READs/atomics) over the guest tests' netem link (10%
+/// loss, 1 ms delay, 5% reordering, 1% duplicates and corruption, a
+/// 1000-packet queue, on both directions).
+fn netem_pair(seed: u64) -> Sim {
+    let faults = Faults {
+        loss: 100_000,
+        dup: 10_000,
+        corrupt: 10_000,
+        jitter_us: 0,
+    };
+    let mut sim = pair(seed, faults, |c| {
+        c.mtu = 1024;
+        c.max_inflight_pkts = 256;
+        c.max_rd_atomic = 128;
+        c.timeout_us = (4096 << 14) / 1000;
+    });
+    sim.netem = simnet::Netem {
+        delay_us: 1000,
+        reorder: 50_000,
+        limit: 1000,
+        rate_us: env_u64("RRXE_SIM_RATE_US").unwrap_or(20),
+    };
+    sim
+}
+
 /// The guest tests' lossy link (tools/testing/guest/lib/xfer.sh: netem with
 /// 10% loss, 1 ms delay, 5% reordering, 1% duplicates and corruption, a
 /// 1000-packet queue, on both directions) and rrxe_xfer's QPs (ACK timeout
@@ -740,24 +819,7 @@ fn lossy_netem_link() {
     const DEPTH: u64 = 8;
     let seeds = env_u64("RRXE_SIM_LOSSY_SEEDS").unwrap_or(4);
     for seed in 0..seeds {
-        let faults = Faults {
-            loss: 100_000,
-            dup: 10_000,
-            corrupt: 10_000,
-            jitter_us: 0,
-        };
-        let mut sim = pair(seed, faults, |c| {
-            c.mtu = 1024;
-            c.max_inflight_pkts = 256;
-            c.max_rd_atomic = 128;
-            c.timeout_us = (4096 << 14) / 1000;
-        });
-        sim.netem = simnet::Netem {
-            delay_us: 1000,
-            reorder: 50_000,
-            limit: 1000,
-            rate_us: env_u64("RRXE_SIM_RATE_US").unwrap_or(20),
-        };
+        let mut sim = netem_pair(seed);
         let src: Vec<u8> = (0..LEN).map(|i| (i as u8) ^ (seed as u8)).collect();
         sim.nodes[0]
             .mem
@@ -835,6 +897,76 @@ fn lossy_netem_link() {
         assert_eq!(sim.nodes[1].mem.slice(0x31, 0x80_0000, LEN as usize), src);
         assert_eq!(sim.nodes[0].mem.slice(A_DST.0, A_DST.1, LEN as usize), src);
         assert_eq!(sim.nodes[1].mem.slice(0x32, 0x90_0000, LEN as usize), src);
+    }
+}
+
+/// rrxe_xfer's atomics phase over the guest tests' netem link: fetch-and-adds
+/// of 1, eight in flight, each of which must return the number of adds
+/// before it (a duplicate is answered from the responder's history, never
+/// executed twice) and none of which may exhaust the retries.
+#[test]
+fn lossy_netem_atomics() {
+    const ADDS: u64 = 1000;
+    const DEPTH: u64 = 8;
+    let seeds = env_u64("RRXE_SIM_LOSSY_SEEDS").unwrap_or(20);
+    let start = env_u64("RRXE_SIM_SEED_START").unwrap_or(0);
+    for seed in start..start + seeds {
+        let mut sim = netem_pair(seed);
+        sim.nodes[0]
+            .mem
+            .add(A_DST.0, A_DST.1, vec![0; 8 * ADDS as usize], false);
+        sim.nodes[1]
+            .mem
+            .add(B_ATOMIC.0, B_ATOMIC.1, vec![0; 16], true);
+        let (mut posted, mut steps) = (0u64, 0u64);
+        loop {
+            let done = sim.nodes[0].cq.send.len() as u64;
+            if done == posted && posted == ADDS {
+                break;
+            }
+            while posted < ADDS && posted - done < DEPTH {
+                post(&mut sim, 0, fetch_add_b(posted, 1, A_DST.1 + 8 * posted));
+                posted += 1;
+            }
+            let moved = sim.step();
+            steps += 1;
+            assert!(moved, "seed {seed}: quiet with {done} of {posted} complete");
+            assert!(steps < 50_000_000, "seed {seed}: no quiescence");
+            if let Some(w) = sim.nodes[0]
+                .cq
+                .send
+                .iter()
+                .find(|w| w.status != WcStatus::Success)
+            {
+                let c = sim.nodes[0].qp.counters();
+                assert_eq!(
+                    w.status,
+                    WcStatus::Success,
+                    "seed {seed}: fetch-and-add {} of {ADDS}: retries {} timeouts {} \
+                     stale {}",
+                    w.wr_id,
+                    c.retries,
+                    c.timeouts,
+                    c.stale_responses,
+                );
+            }
+        }
+        let c = sim.nodes[0].qp.counters();
+        eprintln!(
+            "seed {seed}: {steps} steps, {} µs, retries {} timeouts {} stale {} link {:?}",
+            sim.now, c.retries, c.timeouts, c.stale_responses, sim.stats
+        );
+        for id in 0..ADDS {
+            let got = sim.nodes[0].mem.slice(A_DST.0, A_DST.1 + 8 * id, 8);
+            let got = u64::from_ne_bytes(got.try_into().unwrap());
+            assert_eq!(got, id, "seed {seed}: fetch-and-add {id} returned {got}");
+        }
+        let word = sim.nodes[1].mem.slice(B_ATOMIC.0, B_ATOMIC.1, 8);
+        assert_eq!(
+            u64::from_ne_bytes(word.try_into().unwrap()),
+            ADDS,
+            "seed {seed}"
+        );
     }
 }
 
@@ -955,22 +1087,10 @@ fn atomic_write_exactly_once() {
             w.rkey = B_ATOMIC.0;
             w
         };
-        let add = |id, at: u64| {
-            let mut w = send(id, 8);
-            w.op = WrOp::FetchAdd { add: 1 };
-            w.sge = Sge {
-                addr: A_DST.1 + at,
-                length: 8,
-                lkey: A_DST.0,
-            };
-            w.remote_addr = B_ATOMIC.1;
-            w.rkey = B_ATOMIC.0;
-            w
-        };
         post(&mut sim, 0, store(0, 5, B_ATOMIC.1));
-        post(&mut sim, 0, add(1, 0));
+        post(&mut sim, 0, fetch_add_b(1, 1, A_DST.1));
         post(&mut sim, 0, store(2, 100, B_ATOMIC.1));
-        post(&mut sim, 0, add(3, 8));
+        post(&mut sim, 0, fetch_add_b(3, 1, A_DST.1 + 8));
         run_until_quiet(&mut sim);
         use WcStatus::*;
         assert_eq!(statuses(&sim, 0, false), [Success; 4], "seed {seed}");

@@ -312,6 +312,19 @@ pub struct Sim {
     free_at: [u64; 2],
     seq: u64,
     pub stats: LinkStats,
+    /// Print every packet's fate (RRXE_SIM_TRACE=1).
+    trace: bool,
+}
+
+/// One line about a RoCE packet for the trace: opcode, PSN and AETH.
+fn describe(udp_payload: &[u8]) -> String {
+    match parse(udp_payload) {
+        Ok(p) => format!(
+            "op {:#04x} psn {:?} aeth {:?}",
+            p.hdr.bth.opcode, p.hdr.bth.psn, p.hdr.aeth
+        ),
+        Err(e) => format!("unparsable ({e:?})"),
+    }
 }
 
 impl Sim {
@@ -329,6 +342,7 @@ impl Sim {
             free_at: [0; 2],
             seq: 0,
             stats: LinkStats::default(),
+            trace: std::env::var_os("RRXE_SIM_TRACE").is_some(),
         }
     }
 
@@ -363,11 +377,15 @@ impl Sim {
             for p in out {
                 self.stats.sent += 1;
                 self.stats.sent_by[from] += 1;
-                if self.blackhole
+                let lost = self.blackhole
                     || self.cut[from]
                     || self.lose.contains(&self.stats.sent)
-                    || self.rng.chance(self.faults.loss)
-                {
+                    || self.rng.chance(self.faults.loss);
+                if self.trace {
+                    let fate = if lost { "lost" } else { "sent" };
+                    eprintln!("{:>9} {from}> {fate} {}", self.now, describe(&p));
+                }
+                if lost {
                     self.stats.lost += 1;
                     continue;
                 }
@@ -426,6 +444,14 @@ impl Sim {
             self.stats.parse_dropped += 1;
             return;
         };
+        if self.trace {
+            eprintln!(
+                "{:>9} >{} recv {}",
+                self.now,
+                f.to,
+                describe(&f.frame[28..])
+            );
+        }
         let now = self.now;
         self.nodes[f.to].with(now, |qp, env| qp.on_packet(env, &pkt));
     }
@@ -456,6 +482,9 @@ impl Sim {
         let now = self.now;
         for n in &mut self.nodes {
             if n.qp.next_deadline().is_some_and(|d| d <= now) {
+                if self.trace {
+                    eprintln!("{now:>9} timer");
+                }
                 n.with(now, |qp, env| qp.on_timer(env));
             }
         }
