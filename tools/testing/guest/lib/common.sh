@@ -237,18 +237,26 @@ check_perftest() {
 # in the background, wait for its listener, run "CMD ARG... $RRXE_IP4" as the client,
 # then collect the server. Fails the test if either side fails. Outputs are kept in
 # /tmp/NAME-client.out and /tmp/NAME-server.out.
+# perftest measures the CPU clock before it starts (its report's unit); when the
+# guest's vCPU is descheduled during that measurement it says "Correlation
+# coefficient r^2: ... < 0.9" and reports 0 for every rate although the transfer
+# ran. Such a run is no result: both sides run again (at most three runs).
 server_client() {
-    local name=$1 srv rc
+    local name=$1 srv rc run
     shift
-    bg_start "$name-server" "$@"
-    srv=$BG_PID
-    wait_for_port 18515 30
-    log "+ $* $RRXE_IP4"
-    retry 5 1 "$@" "$RRXE_IP4" > "/tmp/$name-client.out" 2>&1
-    rc=$?
-    sed "s/^/  $name-client| /" "/tmp/$name-client.out"
-    [ $rc = 0 ] || fail "$name client rc=$rc"
-    bg_wait "$srv" "$name-server" 60 || fail "$name server failed"
+    for run in 1 2 3; do
+        bg_start "$name-server" "$@"
+        srv=$BG_PID
+        wait_for_port 18515 30
+        log "+ $* $RRXE_IP4"
+        retry 5 1 "$@" "$RRXE_IP4" > "/tmp/$name-client.out" 2>&1
+        rc=$?
+        sed "s/^/  $name-client| /" "/tmp/$name-client.out"
+        [ $rc = 0 ] || fail "$name client rc=$rc"
+        bg_wait "$srv" "$name-server" 60 || fail "$name server failed"
+        grep -q '^Correlation coefficient r^2' "/tmp/$name-client.out" || return 0
+        log "$name: perftest could not measure the CPU clock (run $run of 3)"
+    done
 }
 
 # odp_perftest DEV: ibv_devinfo -v must show DEV's ODP caps (ODP_SUPPORT, RC
