@@ -144,7 +144,8 @@ for t in "${tests[@]}"; do
     t0=$(date +%s)
     # A splat or a hang during the guest's boot, before the test started, is
     # not the test's result: boot again, at most three boots in all, 5 s apart
-    # (the early-boot KASAN splat below came twice in a row on a loaded host),
+    # (the early-boot KASAN splat of Documentation/testing.rst came twice in a
+    # row on a loaded host),
     # keeping the earlier boots' logs.
     for attempt in 1 2 3; do
         rm -rf "$RRXE_OUT/logs/$variant/$name"

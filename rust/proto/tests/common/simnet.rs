@@ -317,14 +317,16 @@ pub struct Sim {
 }
 
 /// One line about a RoCE packet for the trace: opcode, PSN and AETH.
-fn describe(udp_payload: &[u8]) -> String {
-    match parse(udp_payload) {
-        Ok(p) => format!(
-            "op {:#04x} psn {:?} aeth {:?}",
-            p.hdr.bth.opcode, p.hdr.bth.psn, p.hdr.aeth
-        ),
-        Err(e) => format!("unparsable ({e:?})"),
-    }
+fn describe(p: &Packet<'_>) -> String {
+    format!(
+        "op {:#04x} psn {:?} aeth {:?}",
+        p.hdr.bth.opcode, p.hdr.bth.psn, p.hdr.aeth
+    )
+}
+
+/// [`describe`] for a packet still in its bytes.
+fn describe_bytes(udp_payload: &[u8]) -> String {
+    parse(udp_payload).map_or_else(|e| format!("unparsable ({e:?})"), |p| describe(&p))
 }
 
 impl Sim {
@@ -383,7 +385,7 @@ impl Sim {
                     || self.rng.chance(self.faults.loss);
                 if self.trace {
                     let fate = if lost { "lost" } else { "sent" };
-                    eprintln!("{:>9} {from}> {fate} {}", self.now, describe(&p));
+                    eprintln!("{:>9} {from}> {fate} {}", self.now, describe_bytes(&p));
                 }
                 if lost {
                     self.stats.lost += 1;
@@ -445,12 +447,7 @@ impl Sim {
             return;
         };
         if self.trace {
-            eprintln!(
-                "{:>9} >{} recv {}",
-                self.now,
-                f.to,
-                describe(&f.frame[28..])
-            );
+            eprintln!("{:>9} >{} recv {}", self.now, f.to, describe(&pkt));
         }
         let now = self.now;
         self.nodes[f.to].with(now, |qp, env| qp.on_packet(env, &pkt));

@@ -259,9 +259,9 @@ impl<S: Storage> Requester<S> {
     /// loses a fraction p of the packets each way wastes a retry with
     /// probability about 2p (20% at 10% loss, where the seven retries of
     /// `retry_cnt` 7 ran out once in about 260,000 simulated atomics); with
-    /// two copies, about (2p)^2. The responder
-    /// treats the second copy as any duplicate: an ACK, or a replay from
-    /// its READ/atomic history, never a second execution.
+    /// two copies, about (2p)^2. The responder treats the second copy as
+    /// any duplicate: an ACK, or a replay from its READ/atomic history,
+    /// never a second execution.
     pub(super) fn retry_from(&mut self, cfg: &QpConfig, ctr: &mut Counters, psn: Psn) -> bool {
         if self.last_rewind == Some(psn) {
             return false;
