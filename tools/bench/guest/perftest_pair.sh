@@ -89,6 +89,8 @@ slot() {
             rm -f /tmp/wire.perf /tmp/wire.perf.log
         fi
     fi
+    # Retransmissions, sequence errors, drops: what the emulated wire lost.
+    show_counters "$dev" | sed "s/^ */  $T-$drv-r$round-counters| /"
     [ -e "/sys/class/infiniband/$dev" ] && timeout 30 rdma link delete "$dev"
     grep -q "^$mod " /proc/modules && timeout 30 rmmod "$mod"
     return 0
