@@ -31,6 +31,13 @@ step() {
     fi
 }
 
+# no_warnings LOG...: a module build printed no warning (rustc, clippy,
+# objtool): objtool's "falls through to next function", for one, means it
+# did not know a function never returns and checked the code after it.
+no_warnings() {
+    ! grep -H 'warning:' "$@"
+}
+
 step setup tools/setup.sh || { echo "setup failed: nothing else can run"; }
 if grep -q '^PASS setup' "$results"; then
     step host-fmt cargo fmt --all --check
@@ -53,12 +60,14 @@ if grep -q '^PASS setup' "$results"; then
         && step verbs-program tools/testing/verbs/build.sh \
         && step kverbs-module tools/testing/kverbs/build.sh "$variant" \
         && step initramfs tools/initramfs/build.sh; then
+        step module-warnings no_warnings "$RRXE_OUT/check/module-clippy.log" "$RRXE_OUT/check/module-install.log"
         if [ $debug = 1 ] && ! { step kernel-debug tools/kernel/build.sh debug \
             && step module-debug-clippy tools/module.sh debug CLIPPY=1 \
             && step kverbs-debug tools/testing/kverbs/build.sh debug; }; then
             echo "FAIL guest-tests[debug] (debug kernel or module did not build)" | tee -a "$results"
             debug=0
         fi
+        [ $debug = 1 ] && step module-debug-warnings no_warnings "$RRXE_OUT/check/module-debug-clippy.log"
         if [ $debug = 1 ]; then
             RRXE_SMP=1 tools/testing/run.sh --variant debug $DEBUG_TESTS \
                 > "$RRXE_OUT/check/guest-debug.log" 2>&1 &

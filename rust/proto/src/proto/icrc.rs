@@ -171,7 +171,9 @@ pub fn compute_payload<C: Crc32>(
 }
 
 fn copy(dst: &mut [u8], off: usize, src: &[u8]) {
-    if let Some(d) = dst.get_mut(off..off.wrapping_add(src.len())) {
+    // `..src.len()` makes the lengths equal by construction, so the copy
+    // has no length-mismatch panic path.
+    if let Some(d) = dst.get_mut(off..).and_then(|d| d.get_mut(..src.len())) {
         d.copy_from_slice(src);
     }
 }
@@ -272,11 +274,10 @@ pub fn fill_ip_packet<C: Crc32>(crc: &mut C, pkt: &mut [u8]) -> Result<(), IcrcE
             payload.get(..end).ok_or(IcrcError::Truncated)?,
         )?
     };
-    let n = pkt.len();
-    let tail = pkt
-        .get_mut(n.wrapping_sub(ICRC_LEN)..)
+    let (_, tail) = pkt
+        .split_last_chunk_mut::<ICRC_LEN>()
         .ok_or(IcrcError::Truncated)?;
-    tail.copy_from_slice(&v);
+    *tail = v;
     Ok(())
 }
 

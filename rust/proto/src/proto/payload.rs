@@ -104,12 +104,13 @@ impl<'a> Payload<'a> {
         }
         let mut at = 0usize;
         for c in self.chunks() {
-            let end = at.saturating_add(c.len());
-            match out.get_mut(at..end) {
+            // Exactly `c.len()` bytes by construction, so the copy has no
+            // length-mismatch panic path.
+            match out.get_mut(at..).and_then(|o| o.get_mut(..c.len())) {
                 Some(d) => d.copy_from_slice(c),
                 None => return false,
             }
-            at = end;
+            at = at.saturating_add(c.len());
         }
         at == self.len
     }
