@@ -13,7 +13,7 @@ use crate::{
     exec::QpCore,
     mcast::Groups,
     mem::Regions,
-    net::{netdev::NetDevice, skb::SkBuff},
+    net::{netdev::NetDevice, route::IpVersion, skb::SkBuff},
     stats::{Counter, Stats},
     sync::table::Table,
 };
@@ -149,10 +149,9 @@ impl Datapath {
 /// GID (IPv4-mapped for IPv4).
 fn destination_gid(hdr: &[u8]) -> Option<[u8; 16]> {
     let mut gid = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0];
-    match hdr.first().map(|b| b >> 4) {
-        Some(4) => gid.get_mut(12..)?.copy_from_slice(hdr.get(16..20)?),
-        Some(6) => gid.copy_from_slice(hdr.get(24..40)?),
-        _ => return None,
+    match IpVersion::of_header(hdr)? {
+        IpVersion::V4 => gid.get_mut(12..)?.copy_from_slice(hdr.get(16..20)?),
+        IpVersion::V6 => gid.copy_from_slice(hdr.get(24..40)?),
     }
     Some(gid)
 }

@@ -160,18 +160,7 @@ impl Conn {
             ..
         } = self;
         let overflow = Cell::new(false);
-        let mut comps = Completions {
-            send_cq,
-            recv_cq,
-            qpn: core.info.qpn,
-            src_qp: *dest_qpn,
-            ibqp: core.info.ibqp,
-            arrival: Arrival {
-                ipv6: path.is_ipv6(),
-                vlan: None,
-            },
-            overflow: &overflow,
-        };
+        let mut comps = Completions::new(core, send_cq, recv_cq, *dest_qpn, path, &overflow);
         let mut tx = Tx {
             core,
             path,
@@ -201,6 +190,32 @@ struct Completions<'a> {
     arrival: Arrival,
     /// A completion did not fit: the QP must stop (see `serve`).
     overflow: &'a Cell<bool>,
+}
+
+impl<'a> Completions<'a> {
+    /// The completions of `core`, connected over `path` to QP `dest_qpn`;
+    /// one that does not fit sets `overflow`.
+    fn new(
+        core: &QpCore,
+        send_cq: &'a CqRef<RrxeDev>,
+        recv_cq: &'a CqRef<RrxeDev>,
+        dest_qpn: u32,
+        path: &Path,
+        overflow: &'a Cell<bool>,
+    ) -> Self {
+        Self {
+            send_cq,
+            recv_cq,
+            qpn: core.info.qpn,
+            src_qp: dest_qpn,
+            ibqp: core.info.ibqp,
+            arrival: Arrival {
+                ipv6: path.is_ipv6(),
+                vlan: None,
+            },
+            overflow,
+        }
+    }
 }
 
 impl CompletionSink for Completions<'_> {
@@ -338,18 +353,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         depth,
         cur: None,
     };
-    let mut comps = Completions {
-        send_cq,
-        recv_cq,
-        qpn: core.info.qpn,
-        src_qp: *dest_qpn,
-        ibqp: core.info.ibqp,
-        arrival: Arrival {
-            ipv6: path.is_ipv6(),
-            vlan: None,
-        },
-        overflow: &overflow,
-    };
+    let mut comps = Completions::new(core, send_cq, recv_cq, *dest_qpn, path, &overflow);
     // The engine's environment, lent anew after each change to `staging`.
     macro_rules! env {
         ($mem:ident) => {

@@ -12,7 +12,10 @@
 
 use crate::{
     datapath::Datapath,
-    net::skb::{SkBuff, MAX_PIECES},
+    net::{
+        route::IpVersion,
+        skb::{SkBuff, MAX_PIECES},
+    },
     proto::{
         headers::BthRepr,
         icrc::{self, IpHeader},
@@ -48,10 +51,9 @@ fn verify(skb: &SkBuff) -> Option<u32> {
     let hdrs = skb.network_header();
     let ip_len = hdrs.len().checked_sub(UDP_HLEN)?;
     let (ip, udp) = hdrs.split_at_checked(ip_len)?;
-    let ip = match ip.first().map(|b| b >> 4) {
-        Some(4) => IpHeader::V4(ip),
-        Some(6) => IpHeader::V6(ip),
-        _ => return None,
+    let ip = match IpVersion::of_header(ip)? {
+        IpVersion::V4 => IpHeader::V4(ip),
+        IpVersion::V6 => IpHeader::V6(ip),
     };
     let mut pieces: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
     let n = skb.pieces(&mut pieces)?;

@@ -11,7 +11,7 @@ use crate::{
     datapath::Datapath,
     device::RrxeDev,
     exec::{Live, Outcome, QpCore, QpInfo},
-    net::skb::SkBuff,
+    net::{route::IpVersion, skb::SkBuff},
     proto::{
         headers::{BthRepr, DethRepr},
         opcode::{mask, ud as ud_op},
@@ -366,7 +366,7 @@ fn receive(
         }
     }
     let arrival = Arrival {
-        ipv6: ip.first().is_some_and(|v| v >> 4 == 6),
+        ipv6: IpVersion::of_header(ip) == Some(IpVersion::V6),
         vlan,
     };
     let _ = complete_or_report_received(
