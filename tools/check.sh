@@ -67,8 +67,8 @@ if grep -q '^PASS setup' "$results"; then
             echo "FAIL guest-tests[debug] (debug kernel or module did not build)" | tee -a "$results"
             debug=0
         fi
-        [ $debug = 1 ] && step module-debug-warnings no_warnings "$RRXE_OUT/check/module-debug-clippy.log"
         if [ $debug = 1 ]; then
+            step module-debug-warnings no_warnings "$RRXE_OUT/check/module-debug-clippy.log"
             RRXE_SMP=1 tools/testing/run.sh --variant debug $DEBUG_TESTS \
                 > "$RRXE_OUT/check/guest-debug.log" 2>&1 &
             debug_pid=$!

@@ -61,27 +61,6 @@ pub enum IpAddr {
     V6([u8; 16]),
 }
 
-/// The IP version of a packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IpVersion {
-    /// IPv4.
-    V4,
-    /// IPv6.
-    V6,
-}
-
-impl IpVersion {
-    /// The version of the IP header that starts `hdr` (its first four
-    /// bits); `None` for an empty header or another version.
-    pub fn of_header(hdr: &[u8]) -> Option<Self> {
-        match hdr.first().map(|b| b >> 4) {
-            Some(4) => Some(Self::V4),
-            Some(6) => Some(Self::V6),
-            _ => None,
-        }
-    }
-}
-
 impl Endpoints {
     /// Bytes of IP and UDP header in front of the payload.
     pub fn header_len(&self) -> usize {
@@ -150,11 +129,11 @@ impl Endpoints {
     /// other way along these endpoints: from `dst` to `src`. A header too
     /// short for its version, or of the other family, does not.
     pub fn is_reply(&self, ip: &[u8]) -> bool {
-        match (self.src, self.dst, IpVersion::of_header(ip)) {
-            (IpAddr::V4(src), IpAddr::V4(dst), Some(IpVersion::V4)) => {
+        match (self.src, self.dst, ip.first().map(|b| b >> 4)) {
+            (IpAddr::V4(src), IpAddr::V4(dst), Some(4)) => {
                 ip.get(12..16) == Some(&dst[..]) && ip.get(16..20) == Some(&src[..])
             }
-            (IpAddr::V6(src), IpAddr::V6(dst), Some(IpVersion::V6)) => {
+            (IpAddr::V6(src), IpAddr::V6(dst), Some(6)) => {
                 ip.get(8..24) == Some(&dst[..]) && ip.get(24..40) == Some(&src[..])
             }
             _ => false,

@@ -13,7 +13,8 @@ use crate::{
     exec::QpCore,
     mcast::Groups,
     mem::Regions,
-    net::{netdev::NetDevice, route::IpVersion, skb::SkBuff},
+    net::{netdev::NetDevice, skb::SkBuff},
+    proto::icrc::IpHeader,
     stats::{Counter, Stats},
     sync::table::Table,
 };
@@ -149,9 +150,9 @@ impl Datapath {
 /// GID (IPv4-mapped for IPv4).
 fn destination_gid(hdr: &[u8]) -> Option<[u8; 16]> {
     let mut gid = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0];
-    match IpVersion::of_header(hdr)? {
-        IpVersion::V4 => gid.get_mut(12..)?.copy_from_slice(hdr.get(16..20)?),
-        IpVersion::V6 => gid.copy_from_slice(hdr.get(24..40)?),
+    match IpHeader::of(hdr)? {
+        IpHeader::V4(h) => gid.get_mut(12..)?.copy_from_slice(h.get(16..20)?),
+        IpHeader::V6(h) => gid.copy_from_slice(h.get(24..40)?),
     }
     Some(gid)
 }

@@ -12,10 +12,7 @@
 
 use crate::{
     datapath::Datapath,
-    net::{
-        route::IpVersion,
-        skb::{SkBuff, MAX_PIECES},
-    },
+    net::skb::{SkBuff, MAX_PIECES},
     proto::{
         headers::BthRepr,
         icrc::{self, IpHeader},
@@ -51,10 +48,7 @@ fn verify(skb: &SkBuff) -> Option<u32> {
     let hdrs = skb.network_header();
     let ip_len = hdrs.len().checked_sub(UDP_HLEN)?;
     let (ip, udp) = hdrs.split_at_checked(ip_len)?;
-    let ip = match IpVersion::of_header(ip)? {
-        IpVersion::V4 => IpHeader::V4(ip),
-        IpVersion::V6 => IpHeader::V6(ip),
-    };
+    let ip = IpHeader::of(ip)?;
     let mut pieces: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
     let n = skb.pieces(&mut pieces)?;
     let (first, rest) = pieces.get(..n)?.split_first()?;

@@ -11,9 +11,10 @@ use crate::{
     datapath::Datapath,
     device::RrxeDev,
     exec::{Live, Outcome, QpCore, QpInfo},
-    net::{route::IpVersion, skb::SkBuff},
+    net::skb::SkBuff,
     proto::{
         headers::{BthRepr, DethRepr},
+        icrc::IpHeader,
         opcode::{mask, ud as ud_op},
         Access, Headers, MemoryAccess, Packet, Payload, Psn,
     },
@@ -366,7 +367,7 @@ fn receive(
         }
     }
     let arrival = Arrival {
-        ipv6: IpVersion::of_header(ip) == Some(IpVersion::V6),
+        ipv6: matches!(IpHeader::of(ip), Some(IpHeader::V6(_))),
         vlan,
     };
     let _ = complete_or_report_received(

@@ -91,6 +91,19 @@ pub enum IpHeader<'a> {
     V6(&'a [u8]),
 }
 
+impl<'a> IpHeader<'a> {
+    /// The IP header that starts `hdr`, by its version (its first four
+    /// bits); `None` for an empty header or a version other than 4 and 6.
+    /// The header's length is not checked.
+    pub fn of(hdr: &'a [u8]) -> Option<Self> {
+        match hdr.first().map(|b| b >> 4) {
+            Some(4) => Some(Self::V4(hdr)),
+            Some(6) => Some(Self::V6(hdr)),
+            _ => None,
+        }
+    }
+}
+
 const V4_LEN: usize = 20;
 const V6_LEN: usize = 40;
 const UDP_LEN: usize = 8;
@@ -119,7 +132,7 @@ pub fn compute_payload<C: Crc32>(
     let ip_len = match ip {
         IpHeader::V4(h) => {
             let h = h.get(..V4_LEN).ok_or(IcrcError::Truncated)?;
-            if h.first().map(|b| b >> 4) != Some(4) {
+            if !matches!(IpHeader::of(h), Some(IpHeader::V4(_))) {
                 return Err(IcrcError::BadIpVersion);
             }
             if h.first().map(|b| b & 0xf) != Some(5) {
@@ -134,7 +147,7 @@ pub fn compute_payload<C: Crc32>(
         }
         IpHeader::V6(h) => {
             let h = h.get(..V6_LEN).ok_or(IcrcError::Truncated)?;
-            if h.first().map(|b| b >> 4) != Some(6) {
+            if !matches!(IpHeader::of(h), Some(IpHeader::V6(_))) {
                 return Err(IcrcError::BadIpVersion);
             }
             copy(&mut pseudo, 0, h);
@@ -235,11 +248,11 @@ pub fn verify_payload<C: Crc32>(
 /// Split a whole IP packet (IPv4 without options, or IPv6) into its IP
 /// header, UDP header and UDP payload.
 pub fn split_ip_packet(pkt: &[u8]) -> Result<(IpHeader<'_>, &[u8], &[u8]), IcrcError> {
-    let ip_len = match pkt.first().map(|b| b >> 4) {
-        Some(4) => V4_LEN,
-        Some(6) => V6_LEN,
-        Some(_) => return Err(IcrcError::BadIpVersion),
-        None => return Err(IcrcError::Truncated),
+    let ip_len = match IpHeader::of(pkt) {
+        Some(IpHeader::V4(_)) => V4_LEN,
+        Some(IpHeader::V6(_)) => V6_LEN,
+        None if pkt.is_empty() => return Err(IcrcError::Truncated),
+        None => return Err(IcrcError::BadIpVersion),
     };
     let ip = pkt.get(..ip_len).ok_or(IcrcError::Truncated)?;
     let udp_end = ip_len.wrapping_add(UDP_LEN);
