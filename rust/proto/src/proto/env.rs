@@ -163,6 +163,20 @@ pub trait MemoryAccess {
     }
 }
 
+/// A packet's payload named by where it lies: `len` bytes at `va` of the
+/// memory `key` names, read with `access` rights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PayloadRef {
+    /// Memory key.
+    pub key: u32,
+    /// Address of the first byte.
+    pub va: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// The right the key must grant.
+    pub access: Access,
+}
+
 /// Where outgoing packets go.
 ///
 /// The QP asks for a buffer of the exact packet length (BTH through ICRC),
@@ -172,6 +186,17 @@ pub trait MemoryAccess {
 pub trait TxSink {
     /// A buffer of exactly `len` bytes, or `None` if the link is busy.
     fn buffer(&mut self, len: usize) -> Option<&mut [u8]>;
+    /// A buffer for the first `head` bytes (the headers) of a packet of
+    /// `len` bytes whose payload, next, is `payload`: the sink sends the
+    /// payload from that memory itself, without a copy into the buffer, and
+    /// the bytes after it (pad and ICRC) as zeros. `None` if the sink does
+    /// not send this payload so, which is the default; the caller then
+    /// builds the whole packet in a [`TxSink::buffer`]. Either way the
+    /// packet goes with [`TxSink::commit`].
+    fn buffer_by_ref(&mut self, len: usize, head: usize, payload: PayloadRef) -> Option<&mut [u8]> {
+        let _ = (len, head, payload);
+        None
+    }
     /// Send the packet most recently written to [`TxSink::buffer`].
     fn commit(&mut self);
 }

@@ -39,7 +39,9 @@ pub mod psn;
 pub mod qp;
 pub mod verbs;
 
-pub use env::{Access, AtomicOp, CompletionSink, Env, MemError, MemoryAccess, Placement, TxSink};
+pub use env::{
+    Access, AtomicOp, CompletionSink, Env, MemError, MemoryAccess, PayloadRef, Placement, TxSink,
+};
 pub use headers::{
     AethRepr, AtomicEthRepr, BthRepr, DethRepr, FethRepr, IethRepr, ImmDtRepr, RethRepr,
     ROCE_V2_PORT,

@@ -177,6 +177,39 @@ impl Headers {
         let info = self.checked_info(payload_len)?;
         let total = total_len(info, payload_len);
         let buf = buf.get_mut(..total).ok_or(EmitError::BufferTooSmall)?;
+        let off = self.write_headers(info, buf, payload_len)?;
+        let tail_start = off.wrapping_add(payload_len);
+        if let Some(tail) = buf.get_mut(tail_start..) {
+            tail.fill(0);
+        }
+        Ok(off)
+    }
+
+    /// Length of the headers (BTH and extension headers), the offset of
+    /// the payload.
+    pub fn header_len(&self, payload_len: usize) -> Result<usize, EmitError> {
+        Ok(self.checked_info(payload_len)?.hdr_len)
+    }
+
+    /// Write only the headers to `buf` (at least [`Headers::header_len`]
+    /// bytes), for a packet of `payload_len` payload bytes that the caller
+    /// places elsewhere, and return their length. The BTH pad count is
+    /// derived from `payload_len`.
+    pub fn emit_headers(&self, buf: &mut [u8], payload_len: usize) -> Result<usize, EmitError> {
+        let info = self.checked_info(payload_len)?;
+        self.write_headers(info, buf, payload_len)
+    }
+
+    /// [`Headers::emit_headers`] for checked headers of opcode `info`.
+    fn write_headers(
+        &self,
+        info: &OpcodeInfo,
+        buf: &mut [u8],
+        payload_len: usize,
+    ) -> Result<usize, EmitError> {
+        let buf = buf
+            .get_mut(..info.hdr_len)
+            .ok_or(EmitError::BufferTooSmall)?;
         let mut bth = self.bth;
         bth.pad_count = u8::try_from(pad_for(payload_len)).unwrap_or(0);
         let small = |_| EmitError::BufferTooSmall;
@@ -195,10 +228,6 @@ impl Headers {
             };
             r.ok_or(EmitError::HeaderMismatch)?.map_err(small)
         })?;
-        let tail_start = info.hdr_len.wrapping_add(payload_len);
-        if let Some(tail) = buf.get_mut(tail_start..) {
-            tail.fill(0);
-        }
         Ok(info.hdr_len)
     }
 }

@@ -177,19 +177,62 @@ impl MemoryAccess for SimMem {
     }
 }
 
+/// The packets a node sends. With `by_ref`, the sink takes payloads by
+/// reference (as the driver's local path does): a packet's payload is read
+/// from the node's memory only after the engine's call returned, and a
+/// payload that cannot be read then loses its packet.
 #[derive(Default)]
 pub struct SimTx {
     scratch: Vec<u8>,
     pub out: Vec<Vec<u8>>,
+    pub by_ref: bool,
+    /// The payload of the packet being built, if taken by reference:
+    /// (offset in the packet, where it lies).
+    next_ref: Option<(usize, PayloadRef)>,
+    /// Committed packets whose payloads are still to be read: (index in
+    /// `out`, offset, where it lies).
+    refs: Vec<(usize, usize, PayloadRef)>,
+}
+
+impl SimTx {
+    /// Reads the payloads taken by reference from `mem`.
+    fn resolve(&mut self, mem: &mut SimMem) {
+        let mut lost = Vec::new();
+        for (i, off, p) in self.refs.drain(..) {
+            let pkt = &mut self.out[i];
+            let dst = &mut pkt[off..off + p.len as usize];
+            if mem.read(p.key, p.va, dst, p.access).is_err() {
+                lost.push(i);
+            }
+        }
+        for i in lost.into_iter().rev() {
+            self.out.remove(i);
+        }
+    }
 }
 
 impl TxSink for SimTx {
     fn buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        self.next_ref = None;
         self.scratch.clear();
         self.scratch.resize(len, 0xee);
         Some(&mut self.scratch)
     }
+    fn buffer_by_ref(&mut self, len: usize, head: usize, payload: PayloadRef) -> Option<&mut [u8]> {
+        if !self.by_ref {
+            return None;
+        }
+        // The bytes after the headers: payload (read later), pad and
+        // ICRC (zeros, as the sink promises).
+        self.scratch.clear();
+        self.scratch.resize(len, 0);
+        self.next_ref = Some((head, payload));
+        Some(&mut self.scratch[..head])
+    }
     fn commit(&mut self) {
+        if let Some((off, p)) = self.next_ref.take() {
+            self.refs.push((self.out.len(), off, p));
+        }
         self.out.push(std::mem::take(&mut self.scratch));
     }
 }
@@ -236,7 +279,9 @@ impl Node {
             tx,
             cq,
         };
-        f(qp, &mut env)
+        let r = f(qp, &mut env);
+        self.tx.resolve(&mut self.mem);
+        r
     }
 }
 

@@ -17,6 +17,7 @@
 //! remembered atomic results). [`Arrays`] provides them as arrays.
 
 mod completer;
+mod emit;
 mod requester;
 mod responder;
 mod ring;

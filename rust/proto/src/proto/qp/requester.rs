@@ -3,9 +3,10 @@
 //! runs the ACK and RNR timers. On UC it only sends: a request completes
 //! when its last packet has gone out.
 
+use super::emit::{emit, Body, EmitFail};
 use super::ring::Ring;
 use super::{Counters, QpConfig, QpError, QpState, Storage};
-use crate::proto::env::{Access, Env};
+use crate::proto::env::{Access, Env, PayloadRef};
 use crate::proto::headers::{AtomicEthRepr, BthRepr, FethRepr, RethRepr};
 use crate::proto::opcode::rc;
 use crate::proto::packet::Headers;
@@ -464,33 +465,25 @@ impl<S: Storage> Requester<S> {
         {
             hdr.bth.ack_req = true;
         }
-        let Ok(len) = hdr.packet_len(payload_len as usize) else {
-            return self.local_error(WcStatus::LocQpOpErr);
+        let body = if payload_len == 0 {
+            Body::Empty
+        } else if let WrOp::AtomicWrite { value } = &w.wr.op {
+            // The value travels in the request itself.
+            Body::Bytes(value)
+        } else {
+            Body::Memory(PayloadRef {
+                key: w.wr.sge.lkey,
+                va: w.wr.sge.addr.wrapping_add(u64::from(self.send_off)),
+                len: payload_len,
+                access: Access::LocalRead,
+            })
         };
-        let Some(buf) = env.tx.buffer(len) else {
-            return Tx::Idle;
-        };
-        let Ok(off) = hdr.emit(buf, payload_len as usize) else {
-            return self.local_error(WcStatus::LocQpOpErr);
-        };
-        if payload_len > 0 {
-            let va = w.wr.sge.addr.wrapping_add(u64::from(self.send_off));
-            let dst = buf.get_mut(off..off.saturating_add(payload_len as usize));
-            let ok = dst.is_some_and(|d| match w.wr.op {
-                // The value travels in the request itself.
-                WrOp::AtomicWrite { value } => {
-                    d.get_mut(..8).map(|d| d.copy_from_slice(&value)).is_some()
-                }
-                _ => env
-                    .mem
-                    .read(w.wr.sge.lkey, va, d, Access::LocalRead)
-                    .is_ok(),
-            });
-            if !ok {
-                return self.local_error(WcStatus::LocProtErr);
-            }
+        match emit(env, &hdr, body) {
+            Ok(()) => {}
+            Err(EmitFail::Busy) => return Tx::Idle,
+            Err(EmitFail::Build) => return self.local_error(WcStatus::LocQpOpErr),
+            Err(EmitFail::Memory) => return self.local_error(WcStatus::LocProtErr),
         }
-        env.tx.commit();
         if reliable && self.send_twice.take() == Some(psn) {
             // The first packet of a retransmission: stay on it, so the
             // next call sends it again.

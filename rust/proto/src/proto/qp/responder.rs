@@ -11,10 +11,11 @@
 //!
 //! [`MemoryAccess`]: crate::proto::env::MemoryAccess
 
+use super::emit::{emit, Body, EmitFail};
 use super::requester::npkts;
 use super::ring::{Ring, Slots};
 use super::{Counters, QpConfig, QpError, QpState, Storage};
-use crate::proto::env::{Access, AtomicOp, Env, Placement};
+use crate::proto::env::{Access, AtomicOp, Env, PayloadRef, Placement};
 use crate::proto::headers::{AethRepr, BthRepr, FethRepr};
 use crate::proto::opcode::{mask, rc};
 use crate::proto::packet::{Headers, Packet};
@@ -837,26 +838,19 @@ enum Sent {
 /// Emit `h` with an optional payload read from remote memory
 /// (`rkey`, `va`, `len`).
 fn transmit(env: &mut Env<'_>, h: &Headers, payload: Option<(u32, u64, u32)>) -> Sent {
-    let plen = payload.map_or(0, |(_, _, l)| l as usize);
-    let Ok(len) = h.packet_len(plen) else {
-        return Sent::Dropped;
-    };
-    let Some(buf) = env.tx.buffer(len) else {
-        return Sent::Busy;
-    };
-    let Ok(off) = h.emit(buf, plen) else {
-        return Sent::Dropped;
-    };
-    if let Some((rkey, va, _)) = payload {
-        let Some(dst) = buf.get_mut(off..off.saturating_add(plen)) else {
-            return Sent::Dropped;
-        };
-        if !dst.is_empty() && env.mem.read(rkey, va, dst, Access::RemoteRead).is_err() {
-            return Sent::Dropped;
-        }
+    let body = payload.map_or(Body::Empty, |(key, va, len)| {
+        Body::Memory(PayloadRef {
+            key,
+            va,
+            len,
+            access: Access::RemoteRead,
+        })
+    });
+    match emit(env, h, body) {
+        Ok(()) => Sent::Yes,
+        Err(EmitFail::Busy) => Sent::Busy,
+        Err(EmitFail::Build | EmitFail::Memory) => Sent::Dropped,
     }
-    env.tx.commit();
-    Sent::Yes
 }
 
 fn recv_wc(cfg: &QpConfig, wr: &RecvWr, status: WcStatus) -> WorkCompletion {
