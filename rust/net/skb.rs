@@ -90,11 +90,17 @@ impl SkBuff {
     }
 
     /// Appends `len` bytes at the end of the linear area and returns them.
-    /// The caller makes sure there is room (see [`SkBuff::alloc`]).
+    /// The caller makes sure there is room (see [`SkBuff::alloc`]); `None`
+    /// once the packet has fragments, which follow the linear area.
     pub fn put(&mut self, len: usize) -> Option<&mut [u8]> {
         // SAFETY: By the invariant the skb is valid.
-        let room = unsafe { b::rrxe_skb_tailroom(self.as_raw()) };
-        if usize::try_from(room).map_or(true, |r| len > r) {
+        let (room, frags) = unsafe {
+            (
+                b::rrxe_skb_tailroom(self.as_raw()),
+                b::rrxe_skb_nr_frags(self.as_raw()),
+            )
+        };
+        if frags != 0 || usize::try_from(room).map_or(true, |r| len > r) {
             return None;
         }
         let n = u32::try_from(len).ok()?;
@@ -105,6 +111,24 @@ impl SkBuff {
             let p = b::skb_put(self.as_raw(), n).cast::<u8>();
             Some(core::slice::from_raw_parts_mut(p, len))
         }
+    }
+
+    /// Appends `len` bytes at offset `off` of `page` to the packet, as its
+    /// next fragment. The skb takes a page reference of its own, so the
+    /// bytes stay readable for as long as it lives, whatever becomes of the
+    /// page's other users. `false` if no fragment slot is left.
+    ///
+    /// # Safety
+    ///
+    /// `page` is a valid page that stays allocated for the call, and
+    /// `off + len <= PAGE_SIZE`.
+    pub unsafe fn add_page(&mut self, page: NonNull<b::page>, off: usize, len: usize) -> bool {
+        let (Ok(off), Ok(len)) = (u32::try_from(off), u32::try_from(len)) else {
+            return false;
+        };
+        // SAFETY: The skb is valid (invariant); the page and the range are
+        // valid by the caller's promise; the shim checks the fragment slots.
+        unsafe { b::rrxe_skb_add_page(self.as_raw(), page.as_ptr(), off, len) }
     }
 
     /// Prepends `len` bytes (a header) to the data and returns them; the
@@ -190,7 +214,11 @@ impl SkBuff {
             }
             // SAFETY: Fragment pages are mapped (no highmem on the
             // architectures rrxe builds for) and stay referenced by the skb
-            // for as long as `self` lives; they are not written meanwhile.
+            // for as long as `self` lives. The kernel does not write them
+            // meanwhile. A fragment added with `add_page` may be a page of
+            // user memory, which its process may write at any time, as a
+            // NIC's DMA may write memory it was given: such a piece holds
+            // payload only, which its readers copy and never interpret.
             let piece = unsafe { core::slice::from_raw_parts(p.cast::<u8>(), len as usize) };
             *out.get_mut(n)? = piece;
             n = n.checked_add(1)?;

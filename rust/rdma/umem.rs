@@ -131,6 +131,24 @@ impl Umem {
         Ok(())
     }
 
+    /// Calls `f(page, offset in page, length)` for every page piece of
+    /// `[off, off + len)`, in order, until `f` returns `false`; returns
+    /// whether every piece was taken, `EFAULT` if the range leaves the
+    /// region. The pages are pinned for as long as `self` lives: a caller
+    /// that keeps one longer takes a page reference of its own.
+    pub fn for_each_page(
+        &self,
+        off: usize,
+        len: usize,
+        mut f: impl FnMut(NonNull<b::page>, usize, usize) -> bool,
+    ) -> Result<bool> {
+        let mut taken = true;
+        self.for_each_piece(off, len, |page, in_page, r| {
+            taken = taken && f(page, in_page, r.len());
+        })?;
+        Ok(taken)
+    }
+
     /// Copies `buf.len()` bytes at offset `off` of the region into `buf`.
     pub fn read(&self, off: usize, buf: &mut [u8]) -> Result {
         let dst = buf.as_mut_ptr();

@@ -3,7 +3,8 @@
 # every one of upstream rxe's counter names is there, and 200 RC SENDs on rrxe0
 # (ibv_rc_pingpong, both ends on this device) move sent_pkts, rcvd_pkts,
 # rdma_sends and rdma_recvs by at least 200 each and sent_bytes by at least
-# 200 * 4096 bytes, with no error counter moving; the same values appear in sysfs.
+# 200 * 4096 bytes, and zero_copy_pkts (rrxe's own) by at least 800, their full
+# packets, with no error counter moving; the same values appear in sysfs.
 # topology: single
 # timeout: 180
 . "$RRXE_LIB"
@@ -21,7 +22,7 @@ log "before: $(cat /tmp/stat0.out)"
 for n in sent_pkts rcvd_pkts duplicate_request out_of_seq_request rcvd_rnr_err \
         send_rnr_err rcvd_seq_err ack_deferred retry_exceeded_err retry_rnr_exceeded_err \
         completer_retry_err send_err link_downed rdma_sends rdma_recvs sent_bytes rcvd_bytes \
-        rcvd_icrc_err rcvd_hdr_err rcvd_no_qp; do
+        rcvd_icrc_err rcvd_hdr_err rcvd_no_qp zero_copy_pkts; do
     counter $n /tmp/stat0.out > /dev/null || fail "rdma statistic shows no counter $n"
 done
 
@@ -43,6 +44,9 @@ grew rdma_sends 200
 grew rdma_recvs 200
 grew sent_bytes $((200 * 4096))
 grew rcvd_bytes $((200 * 4096))
+# Both ends are QPs of rrxe0: every full packet (4 per 4096-byte message at
+# ibv_rc_pingpong's MTU of 1024) goes with its payload taken from the pages.
+grew zero_copy_pkts $((200 * 4))
 for n in retry_exceeded_err retry_rnr_exceeded_err send_err rcvd_icrc_err rcvd_hdr_err; do
     [ "$(counter $n /tmp/stat1.out)" = "$(counter $n /tmp/stat0.out)" ] || fail "$n moved"
 done

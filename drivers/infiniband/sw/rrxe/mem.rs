@@ -8,7 +8,9 @@
 //! region from the table and, if the datapath ever reached it, waits for an
 //! RCU grace period: every run that could still hold a reference has ended,
 //! so the last reference is the verb's, and the pages are unpinned in
-//! process context.
+//! process context. A packet that carries a user page as a fragment
+//! ([`PdMemory::user_pages`]) holds a page reference of its own, which
+//! outlives the unpinning.
 //!
 //! On-demand paging regions ([`Memory::Odp`]) differ: their pages are
 //! faulted in, and reached under a mutex, so only a run that may sleep
@@ -22,7 +24,10 @@ use crate::{
     rdma::{bindings as b, umem::Umem, umem_odp::UmemOdp},
     sync::table::Table,
 };
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering},
+};
 use kernel::{
     new_mutex, new_spinlock_irq,
     prelude::*,
@@ -785,6 +790,29 @@ impl PdMemory<'_> {
             access: req.access,
             qpn: None,
         })
+    }
+
+    /// Calls `f(page, offset in page, length)` for every page piece of
+    /// `[va, va + len)` of the memory `key` names, after the checks of
+    /// [`MemoryAccess::read`], if that memory is pinned user pages (a user
+    /// region, or a window onto one); the pages stay pinned during the
+    /// call. `false` if it is other memory, a check fails, or `f` refuses a
+    /// piece.
+    pub(crate) fn user_pages(
+        &self,
+        key: u32,
+        va: u64,
+        len: u32,
+        access: Access,
+        f: impl FnMut(NonNull<b::page>, usize, usize) -> bool,
+    ) -> bool {
+        self.with(key, va, len.into(), access, |at| match at {
+            Target::User(umem, off) => umem
+                .for_each_page(off, len as usize, f)
+                .map_err(|_| MemError::OutOfRange),
+            _ => Ok(false),
+        })
+        .unwrap_or(false)
     }
 }
 

@@ -16,7 +16,7 @@ use crate::{
     proto::{
         opcode::mask, Access, AtomicResult, Buffers, CompletionSink, Counters, Env, MemoryAccess,
         NakCode, QpConfig, QpState, RecvWr, RemoteAccess, Response, SendWqe, SendWr, Slots,
-        Storage, Transport, TxSink, WcOpcode, WcStatus, WorkCompletion,
+        PayloadRef, Storage, Transport, TxSink, WcOpcode, WcStatus, WorkCompletion,
     },
     rdma::{bindings as b, driver::CqRef},
     recv::with_packet,
@@ -251,6 +251,14 @@ struct Tx<'a> {
 impl TxSink for Tx<'_> {
     fn buffer(&mut self, len: usize) -> Option<&mut [u8]> {
         self.cur = Packet::new(len);
+        self.cur.as_mut().map(Packet::bytes)
+    }
+
+    fn buffer_by_ref(&mut self, len: usize, head: usize, payload: PayloadRef) -> Option<&mut [u8]> {
+        let mem = self.core.memory();
+        self.cur = self
+            .path
+            .packet_by_ref(&self.core.dp, &mem, len, head, payload);
         self.cur.as_mut().map(Packet::bytes)
     }
 

@@ -295,6 +295,22 @@ unsigned int rrxe_skb_nr_frags(const struct sk_buff *skb)
 	return skb_shinfo(skb)->nr_frags;
 }
 
+/*
+ * Appends @len bytes at @off of @page as the skb's next fragment, with a
+ * page reference of the skb's own; false if the skb has no fragment left.
+ */
+bool rrxe_skb_add_page(struct sk_buff *skb, struct page *page, unsigned int off,
+		       unsigned int len)
+{
+	unsigned int i = skb_shinfo(skb)->nr_frags;
+
+	if (i >= MAX_SKB_FRAGS)
+		return false;
+	get_page(page);
+	skb_add_rx_frag(skb, i, page, off, len, len);
+	return true;
+}
+
 /* Kernel address and length of fragment @i; NULL if it is not readable. */
 const void *rrxe_skb_frag_data(const struct sk_buff *skb, unsigned int i, unsigned int *len)
 {

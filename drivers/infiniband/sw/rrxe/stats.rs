@@ -56,10 +56,13 @@ pub(crate) enum Counter {
     RcvdHdrErr,
     /// Received packets for a QP that does not exist or cannot receive.
     RcvdNoQp,
+    /// Packets sent with their payload taken from user pages by reference
+    /// instead of copied (to a QP of the same device).
+    ZeroCopyPkts,
 }
 
 /// Number of counters.
-pub(crate) const NUM: usize = Counter::RcvdNoQp as usize + 1;
+pub(crate) const NUM: usize = Counter::ZeroCopyPkts as usize + 1;
 
 /// Their names, indexed by [`Counter`].
 pub(crate) static NAMES: [CounterDesc; NUM] = [
@@ -83,6 +86,7 @@ pub(crate) static NAMES: [CounterDesc; NUM] = [
     CounterDesc::new(c"rcvd_icrc_err"),
     CounterDesc::new(c"rcvd_hdr_err"),
     CounterDesc::new(c"rcvd_no_qp"),
+    CounterDesc::new(c"zero_copy_pkts"),
 ];
 
 /// The counters of one device.

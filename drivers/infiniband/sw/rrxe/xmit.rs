@@ -4,7 +4,9 @@
 //!
 //! A packet is built straight into a socket buffer ([`Packet`]): the
 //! protocol engine writes the RoCE headers and payload after room for the
-//! IP and UDP headers. Then [`Path::send`] either
+//! IP and UDP headers (or, for a QP of this device, only the headers, with
+//! the payload's user pages as fragments: [`Path::packet_by_ref`]). Then
+//! [`Path::send`] either
 //!
 //! * hands it to a QP of the same device (the destination MAC is the
 //!   device's own): the IP and UDP headers are written for the receiver to
@@ -16,18 +18,26 @@
 use crate::{
     ah::AhInfo,
     datapath::Datapath,
+    mem::PdMemory,
     net::{
         route::{self, Endpoints, IpAddr, Route, HEADROOM},
         skb::SkBuff,
     },
-    proto::{headers::ROCE_V2_PORT, icrc},
+    proto::{headers::ROCE_V2_PORT, icrc, PayloadRef},
     stats::Counter,
 };
+use core::ptr::NonNull;
 use kernel::prelude::*;
 
 /// A packet delivered locally with at least this many bytes (BTH to ICRC)
 /// lets its receiver run from its work item (see [`Path::send`]).
 const PIPELINE_BYTES: u64 = 1024;
+
+/// A payload of at least this many bytes for a QP of this device is sent
+/// from its pages by reference (see [`Path::packet_by_ref`]); a smaller one
+/// costs less to copy than the page references and fragments it would
+/// take.
+const BY_REF_BYTES: u32 = 512;
 
 /// The kernel's CRC-32 (`crc32_le`) for the ICRC.
 pub(crate) fn crc32(crc: u32, data: &[u8]) -> u32 {
@@ -65,10 +75,12 @@ impl Packet {
         Some(Self { skb })
     }
 
-    /// The bytes from the BTH to the ICRC.
+    /// The bytes from the BTH on that the packet holds itself: all of them
+    /// up to the ICRC, or for a packet whose payload is sent by reference
+    /// ([`Path::packet_by_ref`]) the headers.
     pub(crate) fn bytes(&mut self) -> &mut [u8] {
-        let len = self.skb.len();
-        // SAFETY: A new packet is linear: `data` holds `len` bytes that only
+        let len = self.skb.linear().len();
+        // SAFETY: `data` starts the linear area's `len` bytes, which only
         // this object reaches.
         unsafe { core::slice::from_raw_parts_mut((*self.skb.as_raw()).data, len) }
     }
@@ -118,6 +130,56 @@ impl Path {
             },
             oif: to.ifindex,
         })
+    }
+
+    /// A packet of `len` bytes from the BTH to the ICRC whose first `head`
+    /// bytes (the headers) the caller writes into [`Packet::bytes`] and
+    /// whose payload, next, is `payload`, sent from the pages it lies in
+    /// rather than copied; the pad and ICRC bytes are zeros. The packet
+    /// holds a reference to each page, so a deregistration or an exiting
+    /// process cannot free them under it.
+    ///
+    /// Only on a local path, where no ICRC is computed, and only for memory
+    /// of pinned user pages; `None` otherwise (and when memory is short),
+    /// and the caller copies the payload into a [`Packet::new`].
+    pub(crate) fn packet_by_ref(
+        &self,
+        dp: &Datapath,
+        mem: &PdMemory<'_>,
+        len: usize,
+        head: usize,
+        payload: PayloadRef,
+    ) -> Option<Packet> {
+        if !self.local || payload.len < BY_REF_BYTES {
+            return None;
+        }
+        let tail = len.checked_sub(head)?.checked_sub(payload.len as usize)?;
+        let mut skb = SkBuff::alloc(HEADROOM, head)?;
+        skb.put(head)?;
+        let taken = mem.user_pages(
+            payload.key,
+            payload.va,
+            payload.len,
+            payload.access,
+            |page, off, n| {
+                // SAFETY: `user_pages` keeps the page pinned for the call and
+                // names a piece within it.
+                unsafe { skb.add_page(page, off, n) }
+            },
+        );
+        if !taken {
+            return None;
+        }
+        if tail > 0 {
+            let zeros = NonNull::new(dp.zero_page())?;
+            // SAFETY: The page of zeros lives as long as `dp`, and the tail
+            // (pad and ICRC, at most 7 bytes) fits in it.
+            if !unsafe { skb.add_page(zeros, 0, tail) } {
+                return None;
+            }
+        }
+        dp.stats.inc(Counter::ZeroCopyPkts);
+        Some(Packet { skb })
     }
 
     /// Whether the path runs over IPv6 (else IPv4).
