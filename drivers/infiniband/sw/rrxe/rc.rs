@@ -15,8 +15,8 @@ use crate::{
     params as p,
     proto::{
         opcode::mask, Access, AtomicResult, Buffers, CompletionSink, Counters, Env, MemoryAccess,
-        NakCode, QpConfig, QpState, RecvWr, RemoteAccess, Response, SendWqe, SendWr, Slots,
-        PayloadRef, Storage, Transport, TxSink, WcOpcode, WcStatus, WorkCompletion,
+        NakCode, PayloadRef, QpConfig, QpState, RecvWr, RemoteAccess, Response, SendWqe, SendWr,
+        Slots, Storage, Transport, TxSink, WcOpcode, WcStatus, WorkCompletion,
     },
     rdma::{bindings as b, driver::CqRef},
     recv::with_packet,
