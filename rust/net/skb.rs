@@ -93,14 +93,15 @@ impl SkBuff {
     /// The caller makes sure there is room (see [`SkBuff::alloc`]); `None`
     /// once the packet has fragments, which follow the linear area.
     pub fn put(&mut self, len: usize) -> Option<&mut [u8]> {
-        // SAFETY: By the invariant the skb is valid.
-        let (room, frags) = unsafe {
+        // SAFETY: By the invariant the skb is valid; `data_len` is the bytes
+        // outside the linear area.
+        let (room, nonlinear) = unsafe {
             (
                 b::rrxe_skb_tailroom(self.as_raw()),
-                b::rrxe_skb_nr_frags(self.as_raw()),
+                (*self.as_raw()).data_len != 0,
             )
         };
-        if frags != 0 || usize::try_from(room).map_or(true, |r| len > r) {
+        if nonlinear || usize::try_from(room).map_or(true, |r| len > r) {
             return None;
         }
         let n = u32::try_from(len).ok()?;

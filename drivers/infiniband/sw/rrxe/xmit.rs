@@ -154,8 +154,8 @@ impl Path {
             return None;
         }
         let tail = len.checked_sub(head)?.checked_sub(payload.len as usize)?;
-        let mut skb = SkBuff::alloc(HEADROOM, head)?;
-        skb.put(head)?;
+        let mut pkt = Packet::new(head)?;
+        let skb = &mut pkt.skb;
         let taken = mem.user_pages(
             payload.key,
             payload.va,
@@ -179,7 +179,7 @@ impl Path {
             }
         }
         dp.stats.inc(Counter::ZeroCopyPkts);
-        Some(Packet { skb })
+        Some(pkt)
     }
 
     /// Whether the path runs over IPv6 (else IPv4).

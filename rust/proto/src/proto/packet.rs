@@ -185,16 +185,18 @@ impl Headers {
         Ok(off)
     }
 
-    /// Length of the headers (BTH and extension headers), the offset of
-    /// the payload.
-    pub fn header_len(&self, payload_len: usize) -> Result<usize, EmitError> {
-        Ok(self.checked_info(payload_len)?.hdr_len)
+    /// The length of the headers (BTH and extension headers: the offset of
+    /// the payload) and the total packet length, as
+    /// [`Headers::packet_len`] has it, from one check of the headers.
+    pub fn layout(&self, payload_len: usize) -> Result<(usize, usize), EmitError> {
+        let info = self.checked_info(payload_len)?;
+        Ok((info.hdr_len, total_len(info, payload_len)))
     }
 
-    /// Write only the headers to `buf` (at least [`Headers::header_len`]
-    /// bytes), for a packet of `payload_len` payload bytes that the caller
-    /// places elsewhere, and return their length. The BTH pad count is
-    /// derived from `payload_len`.
+    /// Write only the headers to `buf` (at least as many bytes as
+    /// [`Headers::layout`] gives them), for a packet of `payload_len`
+    /// payload bytes that the caller places elsewhere, and return their
+    /// length. The BTH pad count is derived from `payload_len`.
     pub fn emit_headers(&self, buf: &mut [u8], payload_len: usize) -> Result<usize, EmitError> {
         let info = self.checked_info(payload_len)?;
         self.write_headers(info, buf, payload_len)

@@ -41,10 +41,9 @@ pub(crate) enum EmitFail {
 /// Sends one packet of headers `hdr` and payload `body`.
 pub(crate) fn emit(env: &mut Env<'_>, hdr: &Headers, body: Body<'_>) -> Result<(), EmitFail> {
     let plen = body.len();
-    let len = hdr.packet_len(plen).map_err(|_| EmitFail::Build)?;
+    let (head, len) = hdr.layout(plen).map_err(|_| EmitFail::Build)?;
     if let Body::Memory(p) = body {
         if plen > 0 {
-            let head = hdr.header_len(plen).map_err(|_| EmitFail::Build)?;
             if let Some(buf) = env.tx.buffer_by_ref(len, head, p) {
                 hdr.emit_headers(buf, plen).map_err(|_| EmitFail::Build)?;
                 env.tx.commit();
