@@ -190,9 +190,13 @@ impl Umem {
 ///
 /// `page` stays allocated to the user memory for the call; `in_page + len
 /// <= PAGE_SIZE`; `buf` is valid for `len` bytes of writes (of reads if
-/// `to_page`) and does not overlap the page. User space may touch the same
-/// bytes concurrently, which is its affair: they are never read back as
-/// Rust values.
+/// `to_page`). User space may touch the same bytes concurrently, which is
+/// its affair: they are never read back as Rust values.
+///
+/// `buf` may lie in the same page: a packet sent by reference carries the
+/// sender's user pages as fragments, and a QP that reads or writes its own
+/// buffer (loopback) copies from a page into itself. The copy is therefore a
+/// `memmove`, never a `memcpy`.
 pub(crate) unsafe fn page_copy(
     page: NonNull<b::page>,
     in_page: usize,
@@ -205,9 +209,9 @@ pub(crate) unsafe fn page_copy(
     unsafe {
         let va = b::rrxe_kmap_local_page(page.as_ptr()).cast::<u8>();
         if to_page {
-            core::ptr::copy_nonoverlapping(buf.cast_const(), va.add(in_page), len);
+            core::ptr::copy(buf.cast_const(), va.add(in_page), len);
         } else {
-            core::ptr::copy_nonoverlapping(va.add(in_page), buf, len);
+            core::ptr::copy(va.add(in_page), buf, len);
         }
         b::rrxe_kunmap_local(va.cast());
     }

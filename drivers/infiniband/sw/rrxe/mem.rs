@@ -869,18 +869,18 @@ impl MemoryAccess for PdMemory<'_> {
                     .map_err(|_| MemError::OutOfRange)
             }),
             Target::Kernel(addr) => {
-                // SAFETY: As in `read`.
-                unsafe {
-                    core::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len())
-                };
+                // SAFETY: As in `read`. `data` may be a fragment of a
+                // packet sent by reference, so a page that could also be
+                // the target: the copy is a `memmove`.
+                unsafe { core::ptr::copy(data.as_ptr(), addr as *mut u8, data.len()) };
                 Ok(())
             }
             Target::Fast(pages, off) => pages.for_each(off, data.len(), |addr, at, n| {
                 let src = data
                     .get(at..at.saturating_add(n))
                     .ok_or(MemError::OutOfRange)?;
-                // SAFETY: As in `read`.
-                unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), addr as *mut u8, n) };
+                // SAFETY: As in `read`; a `memmove` as for `Target::Kernel`.
+                unsafe { core::ptr::copy(src.as_ptr(), addr as *mut u8, n) };
                 Ok(())
             }),
         })

@@ -9,6 +9,26 @@
 
 #include "cases.h"
 
+/*
+ * One RDMA READ or WRITE by A of 10000 bytes at offset 5000 of B's buffer onto
+ * the same bytes, or onto those `shift` bytes further, with B's keys on both
+ * sides (the QPs share the PD); waits for its successful completion.
+ */
+static int onto_source(struct rc_pair *p, enum ibv_wr_opcode op, uint64_t id, size_t shift,
+		       const char *what)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+
+	send_wr(&wr, &sge, op, id, p->buf_b + 5000 + shift, 10000, p->mr_b->lkey);
+	wr.wr.rdma.remote_addr = (uintptr_t)(p->buf_b + 5000);
+	wr.wr.rdma.rkey = p->mr_b->rkey;
+	return post_a(p, &wr) ||
+	       expect_wc(p->cq_a, what, p->a, id, IBV_WC_SUCCESS,
+			 op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE,
+			 op == IBV_WR_RDMA_READ ? 10000 : -1, NULL);
+}
+
 int t_rc_loop(struct env *e)
 {
 	static const uint32_t sizes[] = { 1, 4096, 10000 };
@@ -111,6 +131,26 @@ int t_rc_loop(struct env *e)
 	    cq_empty(p.cq_b, "RDMA READ, B's CQ"))
 		return -1;
 	vlog("RDMA READ 10000 bytes: data checked");
+
+	/*
+	 * READ and WRITE whose source and target are the same bytes of B's
+	 * buffer (both QPs share the PD, so A may name B's MR locally). Packets
+	 * of a QP of the same device carry the sender's pages by reference, so
+	 * the receiver copies from a page into itself: the data must come out
+	 * unchanged, and the kernel must not trip on the overlap. A target one
+	 * byte past the source overlaps without being equal: the bytes are
+	 * unspecified (a race the verbs allow), the completion is not.
+	 */
+	fill(p.buf_b + 5000, 10000, 8);
+	memcpy(p.buf_a, p.buf_b + 5000, 10000);
+	if (onto_source(&p, IBV_WR_RDMA_READ, 241, 0, "RDMA READ onto its source") ||
+	    same(p.buf_b + 5000, p.buf_a, 10000, "RDMA READ onto its source") ||
+	    onto_source(&p, IBV_WR_RDMA_WRITE, 242, 0, "RDMA WRITE onto its source") ||
+	    same(p.buf_b + 5000, p.buf_a, 10000, "RDMA WRITE onto its source") ||
+	    onto_source(&p, IBV_WR_RDMA_READ, 243, 1, "RDMA READ one byte past its source") ||
+	    cq_empty(p.cq_b, "READ and WRITE onto their source, B's CQ"))
+		return -1;
+	vlog("RDMA READ and WRITE onto their own source bytes: data unchanged");
 
 	/* Atomics on an 8-byte aligned word of B's buffer; the original lands in A's. */
 	rem = (uint64_t *)(p.buf_b + 40960);

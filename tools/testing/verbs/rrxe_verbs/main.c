@@ -76,7 +76,8 @@ static const struct tcase cases[] = {
 	{ "cleanup", t_cleanup, NULL, "close a context holding PD/MR/CQ/SRQ/QP/AH objects" },
 	{ "objects", t_objects, "slow", "create and destroy -n objects (PD, MR, CQ, QP, AH in turn)" },
 	{ "rc_loop", t_rc_loop, "datapath",
-	  "RC QP pair on the own GID: SEND(_IMM), WRITE(_IMM), READ, atomics, burst, bad rkey" },
+	  "RC QP pair on the own GID: SEND(_IMM), WRITE(_IMM), READ, onto the source, atomics, burst, "
+	  "bad rkey" },
 	{ "multi_sge", t_multi_sge, "datapath",
 	  "SEND/WRITE gathered from 3 SGEs, READ and RECV scattered, inline SGEs, other PD's lkey" },
 	{ "srq_limit", t_srq_limit, "datapath",
