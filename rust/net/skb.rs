@@ -215,11 +215,13 @@ impl SkBuff {
             }
             // SAFETY: Fragment pages are mapped (no highmem on the
             // architectures rrxe builds for) and stay referenced by the skb
-            // for as long as `self` lives. The kernel does not write them
-            // meanwhile. A fragment added with `add_page` may be a page of
-            // user memory, which its process may write at any time, as a
-            // NIC's DMA may write memory it was given: such a piece holds
-            // payload only, which its readers copy and never interpret.
+            // for as long as `self` lives. A fragment added with `add_page`
+            // may be a page of user memory, which its process may write at
+            // any time, as a NIC's DMA may write memory it was given, and
+            // which the receiver's own copy may write too (a READ onto its
+            // source: the copies into registered memory are `memmove`s for
+            // that). Such a piece holds payload only, which its readers copy
+            // and never interpret.
             let piece = unsafe { core::slice::from_raw_parts(p.cast::<u8>(), len as usize) };
             *out.get_mut(n)? = piece;
             n = n.checked_add(1)?;
