@@ -166,8 +166,7 @@ impl Headers {
 
     /// Total packet length (headers, payload, pad and ICRC).
     pub fn packet_len(&self, payload_len: usize) -> Result<usize, EmitError> {
-        let info = self.checked_info(payload_len)?;
-        Ok(total_len(info, payload_len))
+        self.layout(payload_len).map(|(_, total)| total)
     }
 
     /// Write the headers to `buf`, zero the pad bytes and the ICRC, and
@@ -186,8 +185,8 @@ impl Headers {
     }
 
     /// The length of the headers (BTH and extension headers: the offset of
-    /// the payload) and the total packet length, as
-    /// [`Headers::packet_len`] has it, from one check of the headers.
+    /// the payload) and the total packet length (headers, payload, pad and
+    /// ICRC), from one check of the headers.
     pub fn layout(&self, payload_len: usize) -> Result<(usize, usize), EmitError> {
         let info = self.checked_info(payload_len)?;
         Ok((info.hdr_len, total_len(info, payload_len)))

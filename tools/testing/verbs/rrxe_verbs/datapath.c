@@ -9,8 +9,12 @@
 
 #include "cases.h"
 
+/* The bytes of B's buffer that onto_source() copies onto themselves. */
+#define ONTO_OFF 5000
+#define ONTO_LEN 10000
+
 /*
- * One RDMA READ or WRITE by A of 10000 bytes at offset 5000 of B's buffer onto
+ * One RDMA READ or WRITE by A of ONTO_LEN bytes at ONTO_OFF of B's buffer onto
  * the same bytes, or onto those `shift` bytes further, with B's keys on both
  * sides (the QPs share the PD); waits for its successful completion.
  */
@@ -20,13 +24,13 @@ static int onto_source(struct rc_pair *p, enum ibv_wr_opcode op, uint64_t id, si
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
 
-	send_wr(&wr, &sge, op, id, p->buf_b + 5000 + shift, 10000, p->mr_b->lkey);
-	wr.wr.rdma.remote_addr = (uintptr_t)(p->buf_b + 5000);
+	send_wr(&wr, &sge, op, id, p->buf_b + ONTO_OFF + shift, ONTO_LEN, p->mr_b->lkey);
+	wr.wr.rdma.remote_addr = (uintptr_t)(p->buf_b + ONTO_OFF);
 	wr.wr.rdma.rkey = p->mr_b->rkey;
 	return post_a(p, &wr) ||
 	       expect_wc(p->cq_a, what, p->a, id, IBV_WC_SUCCESS,
 			 op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE,
-			 op == IBV_WR_RDMA_READ ? 10000 : -1, NULL);
+			 op == IBV_WR_RDMA_READ ? ONTO_LEN : -1, NULL);
 }
 
 int t_rc_loop(struct env *e)
@@ -141,12 +145,12 @@ int t_rc_loop(struct env *e)
 	 * byte past the source overlaps without being equal: the bytes are
 	 * unspecified (a race the verbs allow), the completion is not.
 	 */
-	fill(p.buf_b + 5000, 10000, 8);
-	memcpy(p.buf_a, p.buf_b + 5000, 10000);
+	fill(p.buf_b + ONTO_OFF, ONTO_LEN, 8);
+	memcpy(p.buf_a, p.buf_b + ONTO_OFF, ONTO_LEN);
 	if (onto_source(&p, IBV_WR_RDMA_READ, 241, 0, "RDMA READ onto its source") ||
-	    same(p.buf_b + 5000, p.buf_a, 10000, "RDMA READ onto its source") ||
+	    same(p.buf_b + ONTO_OFF, p.buf_a, ONTO_LEN, "RDMA READ onto its source") ||
 	    onto_source(&p, IBV_WR_RDMA_WRITE, 242, 0, "RDMA WRITE onto its source") ||
-	    same(p.buf_b + 5000, p.buf_a, 10000, "RDMA WRITE onto its source") ||
+	    same(p.buf_b + ONTO_OFF, p.buf_a, ONTO_LEN, "RDMA WRITE onto its source") ||
 	    onto_source(&p, IBV_WR_RDMA_READ, 243, 1, "RDMA READ one byte past its source") ||
 	    cq_empty(p.cq_b, "READ and WRITE onto their source, B's CQ"))
 		return -1;
