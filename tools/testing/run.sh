@@ -2,7 +2,8 @@
 # Run guest tests, each in its own fresh QEMU boot (sequentially).
 #
 # usage: tools/testing/run.sh [--variant normal|debug] [--kernel KDIR] [--kernel-b KDIR]
-#                             [--append ARGS] [--selftest] [--shared|--alone] [TEST...]
+#                             [--append ARGS] [--selftest] [--shared|--alone]
+#                             [--queue FILE] [TEST...]
 #   TEST      a script name (rxe_rping), file name or path; default: every
 #             tools/testing/guest/*.sh
 #   --append ARGS  more kernel command line for every guest of every test, after the
@@ -10,6 +11,9 @@
 #   --shared / --alone  of the default list, only the tests without / with an
 #             "# alone:" header (make check runs the shared ones beside the debug-kernel
 #             guests, the others after them, when no other guest shares the host)
+#   --queue FILE  take the tests from FILE instead (one name a line), one at a time,
+#             each taken off its head under a lock, until it is empty: several runners
+#             share one list (make check's debug-kernel guests)
 #   --selftest  run the harness self-tests (tools/testing/selftest/*.sh) instead; each
 #             declares "# expect: PASS|FAIL <reason prefix>" (or "# expect-VARIANT:"
 #             for one kernel variant) and the run succeeds only
@@ -36,7 +40,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 die() { printf 'testing: ERROR: %s\n' "$*" >&2; exit 2; }
 
-variant=normal kernel_a= kernel_b= selftest=0 append= names=() share=all
+variant=normal kernel_a= kernel_b= selftest=0 append= names=() share=all queue=
 while [ $# -gt 0 ]; do
     case "$1" in
         --variant) variant=$2; shift 2 ;;
@@ -46,6 +50,7 @@ while [ $# -gt 0 ]; do
         --selftest) selftest=1; shift ;;
         --shared) share=shared; shift ;;
         --alone) share=alone; shift ;;
+        --queue) queue=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) die "unknown option $1" ;;
         *) names+=("$1"); shift ;;
@@ -67,7 +72,11 @@ fi
 mkdir -p "$RRXE_OUT"
 
 tests=()
-if [ ${#names[@]} = 0 ]; then
+if [ -n "$queue" ]; then
+    [ -f "$queue" ] || die "no queue file $queue"
+    [ ${#names[@]} = 0 ] || die "--queue takes no test names"
+    [ $selftest = 0 ] || die "--queue is for guest tests"
+elif [ ${#names[@]} = 0 ]; then
     for f in "$test_dir"/*.sh; do
         [ -f "$f" ] || continue
         # A test that shows an open bug runs only when named (it would make
@@ -91,7 +100,7 @@ else
         tests+=("$test_dir/$n.sh")
     done
 fi
-[ ${#tests[@]} -gt 0 ] || die "no tests in $test_dir"
+[ -n "$queue" ] || [ ${#tests[@]} -gt 0 ] || die "no tests in $test_dir"
 
 if [ -z "$kernel_a" ]; then
     kernel_a=$("$repo/tools/kernel/build.sh" "$variant") || die "kernel build failed"
@@ -123,7 +132,10 @@ header() {  # file key default
 
 passed=0 failed=0 unexpected=0
 mkdir -p "$RRXE_OUT/logs/$variant"
-for t in "${tests[@]}"; do
+# run_test SCRIPT: one test, in its own boot(s); prints and records its result.
+run_test() {
+    local t=$1 name topo tmo args karg_a karg_b t0 attempt out rc verdict kept secs line
+    local reason glog got expect
     name=$(basename "$t" .sh)
     topo=$(header "$t" topology single)
     tmo=$(( $(header "$t" timeout 300) * scale ))
@@ -194,7 +206,28 @@ for t in "${tests[@]}"; do
             *) echo "     UNEXPECTED: wanted '$expect'"; unexpected=$((unexpected + 1)) ;;
         esac
     fi
-done
+}
+
+# next_queued FILE: prints the first test name of FILE and removes it, under a
+# lock (other runners take from the same file); prints nothing once it is empty.
+next_queued() {
+    flock "$1.lock" sh -c 'head -n 1 "$1" && sed -i 1d "$1"' _ "$1"
+}
+
+if [ -n "$queue" ]; then
+    while t=$(next_queued "$queue") && [ -n "$t" ]; do
+        if [ -f "$test_dir/$t.sh" ]; then
+            run_test "$test_dir/$t.sh"
+        else
+            echo "FAIL $t (no test $test_dir/$t.sh)" | tee -a "$results"
+            failed=$((failed + 1))
+        fi
+    done
+else
+    for t in "${tests[@]}"; do
+        run_test "$t"
+    done
+fi
 
 if [ $selftest = 1 ]; then
     echo "selftest: $passed passed, $failed failed, $unexpected unexpected outcomes"
