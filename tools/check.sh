@@ -9,11 +9,7 @@ export RRXE_OUT=${RRXE_OUT:-$repo/out}
 export PATH="$HOME/.cargo/bin:$PATH"
 variant=${KERNEL_VARIANT:-normal}
 # Guest tests that also run on the debug kernel (KASAN, lockdep, kmemleak), in
-# this order. rrxe_nvmeof comes last: its NVMe keep-alive and I/O timeouts
-# fire, and its queues reconnect, when its one vCPU shares the host with the
-# two-guest tests at the start of the normal-kernel list (2026-11-27: still
-# at it after 17 minutes, its queues reconnecting again and again, against
-# about 5 minutes later in the run).
+# this order (the longest, rrxe_nvmeof, last: see Documentation/testing.rst).
 DEBUG_TESTS="rrxe_objects rrxe_lifecycle rrxe_verbs rrxe_datapath rrxe_bounds rrxe_rc_pingpong rrxe_rping rrxe_pair_vanish
     rrxe_verbsfuzz rrxe_wirefuzz rrxe_teardown_link rrxe_teardown_rmmod rrxe_windows rrxe_flush rrxe_odp
     rrxe_rereg rrxe_netns rrxe_kinline rrxe_nvmeof"
