@@ -159,11 +159,21 @@ start=$(date +%s.%N)
 # runs a KASAN kernel (23-51 s of guest time in make check, ~230 s once on a
 # loaded host). Not scaled with the test's timeout: a hang in a long test
 # (rrxe_nvmeof[debug], 2400 s) must not eat half of it before the reboot.
-boot_limit=150
+kasan=0
 for k in "$kdir_a" "$kdir_b"; do
-    if [ -n "$k" ] && grep -qs '^CONFIG_KASAN=y' "$k/.config"; then boot_limit=400; fi
+    if [ -n "$k" ] && grep -qs '^CONFIG_KASAN=y' "$k/.config"; then kasan=1; fi
 done
+boot_limit=150
+[ $kasan = 1 ] && boot_limit=400
 boot_limit=${RRXE_BOOT_LIMIT:-$boot_limit}
+# Guest B's grace after A is done (seconds). The two guests of a pair test
+# usually end within seconds of each other, but B's last steps (an
+# `rdma link delete`, an rmmod, then the kmemleak scan, ~40 s on a KASAN
+# kernel under TCG) may still run when A ends: 30 s for a normal kernel,
+# 180 s with a KASAN kernel (rrxe_pair_vanish[debug] once ran out of 30 s
+# on a slow, loaded host). B's own steps have their own timeouts.
+b_grace=30
+[ $kasan = 1 ] && b_grace=180
 for attempt in 1 2 3; do
     read -r port_a port_b <<< "$(free_ports)"
     for g in "${guests[@]}"; do
@@ -237,8 +247,8 @@ else
     fi
     wait "${pid[a]}"; r=$?; [ "${rc[a]:-}" = 126 ] || rc[a]=$r
     if [ $pair = 1 ]; then
-        # Guest B gets a short grace period after A is done, then it is stopped.
-        for _ in $(seq 1 60); do kill -0 "${pid[b]}" 2>/dev/null || break; sleep 0.5; done
+        # Guest B gets a grace period after A is done, then it is stopped.
+        for _ in $(seq 1 $((b_grace * 2))); do kill -0 "${pid[b]}" 2>/dev/null || break; sleep 0.5; done
         if kill -0 "${pid[b]}" 2>/dev/null; then
             kill "${pid[b]}" 2>/dev/null
             rc[b]=125
