@@ -792,27 +792,38 @@ impl PdMemory<'_> {
         })
     }
 
-    /// Calls `f(page, offset in page, length)` for every page piece of
+    /// Calls `f(receiver, page, offset in page, length)` for every page piece of
     /// `[va, va + len)` of the memory `key` names, after the checks of
     /// [`MemoryAccess::read`], if that memory is pinned user pages (a user
-    /// region, or a window onto one); the pages stay pinned during the
-    /// call. `false` if it is other memory, a check fails, or `f` refuses a
-    /// piece.
-    pub(crate) fn user_pages(
+    /// region, or a window onto one): `start` makes the receiver of the
+    /// pieces, called only then, and `f` takes each piece, the pages pinned
+    /// during the call. `None` if it is other memory, a check fails,
+    /// `start` fails or `f` refuses a piece. (Kernel memory, nvme-rdma's
+    /// fast-registration regions among it, thus costs a key lookup here and
+    /// no allocation.)
+    pub(crate) fn user_pages<S>(
         &self,
         key: u32,
         va: u64,
         len: u32,
         access: Access,
-        f: impl FnMut(NonNull<b::page>, usize, usize) -> bool,
-    ) -> bool {
+        start: impl FnOnce() -> Option<S>,
+        mut f: impl FnMut(&mut S, NonNull<b::page>, usize, usize) -> bool,
+    ) -> Option<S> {
         self.with(key, va, len.into(), access, |at| match at {
-            Target::User(umem, off) => umem
-                .for_each_page(off, len as usize, f)
-                .map_err(|_| MemError::OutOfRange),
-            _ => Ok(false),
+            Target::User(umem, off) => {
+                let Some(mut to) = start() else {
+                    return Ok(None);
+                };
+                let taken = umem
+                    .for_each_page(off, len as usize, |page, at, n| f(&mut to, page, at, n))
+                    .map_err(|_| MemError::OutOfRange)?;
+                Ok(taken.then_some(to))
+            }
+            _ => Ok(None),
         })
-        .unwrap_or(false)
+        .ok()
+        .flatten()
     }
 }
 

@@ -154,22 +154,21 @@ impl Path {
             return None;
         }
         let tail = len.checked_sub(head)?.checked_sub(payload.len as usize)?;
-        let mut pkt = Packet::new(head)?;
-        let skb = &mut pkt.skb;
-        let taken = mem.user_pages(
+        // The packet is only allocated once the payload is known to be in
+        // user pages: a kernel caller's memory is copied instead.
+        let mut pkt = mem.user_pages(
             payload.key,
             payload.va,
             payload.len,
             payload.access,
-            |page, off, n| {
+            || Packet::new(head),
+            |pkt, page, off, n| {
                 // SAFETY: `user_pages` keeps the page pinned for the call and
                 // names a piece within it.
-                unsafe { skb.add_page(page, off, n) }
+                unsafe { pkt.skb.add_page(page, off, n) }
             },
-        );
-        if !taken {
-            return None;
-        }
+        )?;
+        let skb = &mut pkt.skb;
         if tail > 0 {
             let zeros = NonNull::new(dp.zero_page())?;
             // SAFETY: The page of zeros lives as long as `dp`, and the tail
