@@ -32,7 +32,9 @@
 #                   in a row (host CPU use below RRXE_BENCH_BUSY_CPUS, default 0.25)
 #   --timeout SEC   hard limit for the boot (default 300 + 120 per round)
 #   --log-dir DIR   logs (default $RRXE_OUT/bench/DATE; $RRXE_OUT/bench/latest links
-#                   to the last run); the table is also written to DIR/table.txt
+#                   to the last run); the table is also written to DIR/table.txt, the
+#                   hw_counters each run changed (retransmissions, RNR NAKs, drops)
+#                   to DIR/counters.txt
 # Exit status 0 when the guest ran every slot without a kernel splat and no perftest
 # failed; 1 otherwise (the table is printed in every case, FAILED where a run failed).
 set -uo pipefail
@@ -222,6 +224,9 @@ if [ $pair = 1 ] && [ -f "$log_dir/pair/guest-a.log" ]; then
     tr -d '\r' < "$log_dir/pair/guest-a.log" | grep -a "^$ptag " | sed "s/^$ptag /$tag /" >> "$log_dir/results.txt"
 fi
 table=$(awk -v tag=$tag -f "$here/table.awk" "$log_dir/results.txt")
+# The hw_counters each one-guest run changed (retransmissions, RNR NAKs, drops), one
+# line per run (the two-guest runs print theirs in their consoles).
+tr -d '\r' < "$glog" | sed -n 's/^BENCH-COUNTERS //p' > "$log_dir/counters.txt"
 host=$(awk -v hz="$(getconf CLK_TCK)" -v limit="$busy_cpus" '
     $1 == "QEMU-START" { on = 1; next }
     on && n && $1 > t { o = (($2 - b) - ($3 - q)) / hz / ($1 - t); s++; if (o > limit) busy++; if (o > max) max = o }
@@ -259,7 +264,7 @@ if [ $profile = 1 ]; then
     done | tee "$log_dir/profile.txt"
 fi
 echo
-echo "log: $log_dir"
+echo "log: $log_dir (each run's counters: $log_dir/counters.txt)"
 status=0
 if [ "${verdict%% *}" != PASS ]; then
     grep -v -e '^qemu: guest . reached' -e '^initramfs: cached' -e '^kernel: cached' \

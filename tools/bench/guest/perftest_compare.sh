@@ -21,7 +21,9 @@
 #                              --profile adds perf under /rrxe/perf)
 # Output: one "BENCH-RUN ROUND DRIVER TEST VALUE|FAILED REASON" line per run as it
 # finishes (BENCH-WARMUP for round 0, not counted), preceded by
-# "BENCH-SPAN ROUND DRIVER TEST START END" (guest uptime, seconds), then all results
+# "BENCH-SPAN ROUND DRIVER TEST START END" (guest uptime, seconds) and
+# "BENCH-COUNTERS ROUND DRIVER TEST NAME=DELTA ..." (the device's hw_counters that the
+# run changed: retransmissions, RNR NAKs, drops), then all results
 # again as "BENCH-FINAL ..."; tools/bench/run.sh makes the table (tools/bench/table.awk).
 # Exits 0 when every slot ran, whatever the perftests did.
 # topology: single
@@ -105,6 +107,21 @@ value() {
         END { if (!found) exit 1 }' "$2"
 }
 
+# counters DEV: "NAME VALUE" for each of DEV's port 1 hw_counters.
+counters() {
+    local f
+    for f in /sys/class/infiniband/"$1"/ports/1/hw_counters/*; do
+        [ -f "$f" ] && echo "${f##*/} $(cat "$f" 2>/dev/null)"
+    done
+}
+
+# counter_deltas BEFORE AFTER: "NAME=DELTA" for each counter that changed, on one line.
+counter_deltas() {
+    awk 'NR == FNR { v[$1] = $2; next }
+         ($1 in v) && $2 != v[$1] { printf("%s%s=%.0f", sep, $1, $2 - v[$1]); sep = " " }
+         END { print "" }' "$1" "$2"
+}
+
 # show OUTFILE LABEL: the last lines of a perftest's output, prefixed.
 show() { tail -n 25 "$1" | sed "s/^/  $2| /"; }
 
@@ -145,6 +162,7 @@ run_perftest() {
     PORT=$((PORT + 1))
     out=/tmp/$t-$drv-r$round
     log "round $round $drv: $b -d $dev -x $gid -F -p $PORT $a"
+    counters "$dev" > "$out.counters0"
     read -r t0 _ < /proc/uptime
     # shellcheck disable=SC2086  # $a is a word list
     timeout $SERVER_TMO "$b" -d "$dev" -x "$gid" -F -p $PORT $a > "$out-server.out" 2>&1 &
@@ -175,6 +193,9 @@ run_perftest() {
     wait "$srv"; src=$?
     read -r t1 _ < /proc/uptime
     echo "BENCH-SPAN $round $drv $t $t0 $t1"
+    counters "$dev" > "$out.counters1"
+    echo "BENCH-COUNTERS $round $drv $t $(counter_deltas "$out.counters0" "$out.counters1")"
+    rm -f "$out.counters0" "$out.counters1"
     if [ -z "$reason" ] && [ $crc != 0 ]; then
         reason="client rc=$crc"
         case $crc in 124|143) reason="$reason (killed by timeout after ${CLIENT_TMO}s)" ;; esac
