@@ -107,15 +107,8 @@ value() {
         END { if (!found) exit 1 }' "$2"
 }
 
-# counters DEV: "NAME VALUE" for each of DEV's port 1 hw_counters.
-counters() {
-    local f
-    for f in /sys/class/infiniband/"$1"/ports/1/hw_counters/*; do
-        [ -f "$f" ] && echo "${f##*/} $(cat "$f" 2>/dev/null)"
-    done
-}
-
-# counter_deltas BEFORE AFTER: "NAME=DELTA" for each counter that changed, on one line.
+# counter_deltas BEFORE AFTER: "NAME=DELTA" for each counter that changed, on one
+# line; BEFORE and AFTER are outputs of `counters DEV` (the guest library's).
 counter_deltas() {
     awk 'NR == FNR { v[$1] = $2; next }
          ($1 in v) && $2 != v[$1] { printf("%s%s=%.0f", sep, $1, $2 - v[$1]); sep = " " }

@@ -292,14 +292,17 @@ odp_perftest() {
     log "ib_send_bw -c UD --odp: $(awk '/#bytes/ {getline; print}' /tmp/send_ud-client.out)"
 }
 
+# counters DEV: "NAME VALUE" for each of DEV's port 1 hw_counters.
+counters() {
+    local f
+    for f in /sys/class/infiniband/"$1"/ports/1/hw_counters/*; do
+        [ -f "$f" ] && echo "${f##*/} $(cat "$f" 2>/dev/null)"
+    done
+}
+
 # show_counters [DEV]: print the device's non-zero hw_counters (retries, drops ...).
 show_counters() {
-    local dev=${1:-$RRXE_DEV} f v
-    for f in /sys/class/infiniband/"$dev"/ports/1/hw_counters/*; do
-        [ -f "$f" ] || continue
-        v=$(cat "$f" 2>/dev/null)
-        [ "$v" = 0 ] || echo "  counter ${f##*/} = $v"
-    done
+    counters "${1:-$RRXE_DEV}" | awk '$2 != "0" { print "  counter " $1 " = " $2 }'
 }
 
 # pair_rping: the two-guest rping over eth0 with the driver each guest already loaded:
