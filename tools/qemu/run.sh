@@ -213,13 +213,25 @@ else
     # hung in its boot (seen under TCG on a loaded host: the console stops at
     # about 1 s of uptime). Stop the guests and say so: the test runner boots
     # again, as after a boot splat.
-    boot_hang=
+    # A splat while a guest boots (before /init, so before any rrxe code ran:
+    # the early-boot KASAN report of Documentation/testing.rst) makes the boot
+    # worthless: stop the guests at once rather than after the whole test, which
+    # the verdict below would fail anyway; the test runner then boots again.
+    boot_hang= boot_splat=
     while kill -0 "${pid[a]}" 2>/dev/null; do
         waiting=
         for g in "${guests[@]}"; do
             grep -aqs 'RRXE-INIT: reached /init' "$log_dir/guest-$g.log" || waiting="$waiting $g"
         done
         [ -z "$waiting" ] && break
+        for g in $waiting; do
+            "$here/splats.sh" "$log_dir/guest-$g.log" > /dev/null || boot_splat="$boot_splat $g"
+        done
+        if [ -n "$boot_splat" ]; then
+            boot_splat=${boot_splat# }
+            for g in "${guests[@]}"; do kill "${pid[$g]}" 2>/dev/null; done
+            break
+        fi
         if [ "$(echo "$(date +%s.%N) - $start > $boot_limit" | bc)" = 1 ]; then
             boot_hang=${waiting# }
             for g in "${guests[@]}"; do kill "${pid[$g]}" 2>/dev/null; done
@@ -295,7 +307,9 @@ if splats=$("$here/splats.sh" "${logs[@]}"); then :; else
         if [ -n "$start" ] && [ "$sline" -gt "$start" ]; then during=1; fi
     done <<< "$splats"
     if [ $during = 0 ]; then
-        reasons=("boot splat, before the test started: $first" "${reasons[@]}")
+        stopped=
+        [ -n "${boot_splat:-}" ] && stopped=" (guest $boot_splat stopped while booting)"
+        reasons=("boot splat, before the test started$stopped: $first" "${reasons[@]}")
     else
         reasons+=("kernel splat: $first")
     fi
