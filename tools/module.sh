@@ -25,6 +25,7 @@ mkdir -p "$build"
 rsync -a --delete --exclude generated/ --exclude '*.o' --exclude '*.ko' --exclude '*.mod*' \
     --exclude '.*.cmd' --exclude '*.rmeta' --exclude 'modules.order' --exclude 'Module.symvers' \
     --include 'Kbuild' --include 'drivers/***' --include 'rust/' --include 'rust/bindings.rs' \
+    --include 'rust/shared_bytes.rs' \
     --include 'rust/rdma/***' --include 'rust/sync/***' --include 'rust/net/***' \
     --include 'rust/proto/' --include 'rust/proto/src/***' --exclude '*' \
     "$repo/" "$build/"

@@ -6,17 +6,34 @@
 //! C header: [`include/linux/skbuff.h`](srctree/include/linux/skbuff.h).
 //!
 //! [`SkBuff`] owns one packet. Its bytes are in a linear area and, for
-//! received packets, possibly in page fragments as well; [`SkBuff::pieces`]
-//! gives all of them in order without copying (no linearisation).
+//! received packets, possibly in page fragments as well;
+//! [`SkBuff::for_each_piece`] gives all of them in order without copying (no linearisation), and
+//! names the fragments that others may write rather than hand them out as
+//! slices ([`SkBuff::shared_frag`]).
 //! [`SkbQueue`] is a queue of packets that any context may add to.
 
-use crate::bindings as b;
+use crate::{bindings as b, shared_bytes::SharedBytes};
 use core::ptr::NonNull;
 use kernel::{prelude::*, types::Opaque};
 
 /// Most pieces a packet's bytes are in: the linear area and the page
 /// fragments (`MAX_SKB_FRAGS`, 17 by default).
 pub const MAX_PIECES: usize = 18;
+
+/// One piece of a packet's bytes (see [`SkBuff::for_each_piece`]).
+#[derive(Clone, Copy)]
+pub enum Piece<'a> {
+    /// Bytes only the packet holds.
+    Bytes(&'a [u8]),
+    /// `len` bytes of fragment `index`, which others may write while the
+    /// packet lives: reached through [`SkBuff::shared_frag`].
+    Shared {
+        /// The fragment.
+        index: usize,
+        /// Its length.
+        len: usize,
+    },
+}
 
 /// An owned socket buffer.
 ///
@@ -114,8 +131,11 @@ impl SkBuff {
         }
     }
 
-    /// Appends `len` bytes at offset `off` of `page` to the packet, as its
-    /// next fragment. The skb takes a page reference of its own, so the
+    /// Appends `len` bytes at offset `off` of `page`, a page of memory that
+    /// others may write (a user process's), to the packet as its next
+    /// fragment, and marks the packet as having such fragments
+    /// (`SKBFL_SHARED_FRAG`): [`SkBuff::for_each_piece`] reports them as
+    /// [`Piece::Shared`]. The skb takes a page reference of its own, so the
     /// bytes stay readable for as long as it lives, whatever becomes of the
     /// page's other users. `false` if no fragment slot is left.
     ///
@@ -123,13 +143,33 @@ impl SkBuff {
     ///
     /// `page` is a valid page that stays allocated for the call, and
     /// `off + len <= PAGE_SIZE`.
-    pub unsafe fn add_page(&mut self, page: NonNull<b::page>, off: usize, len: usize) -> bool {
+    pub unsafe fn add_shared_page(
+        &mut self,
+        page: NonNull<b::page>,
+        off: usize,
+        len: usize,
+    ) -> bool {
         let (Ok(off), Ok(len)) = (u32::try_from(off), u32::try_from(len)) else {
             return false;
         };
         // SAFETY: The skb is valid (invariant); the page and the range are
         // valid by the caller's promise; the shim checks the fragment slots.
-        unsafe { b::rrxe_skb_add_page(self.as_raw(), page.as_ptr(), off, len) }
+        unsafe { b::rrxe_skb_add_page(self.as_raw(), page.as_ptr(), off, len, true) }
+    }
+
+    /// Appends `len` zeros (at most a page) to the packet as its next
+    /// fragment, from the kernel's page of zeros. `false` if they do not
+    /// fit in a page or no fragment slot is left.
+    pub fn add_zeros(&mut self, len: usize) -> bool {
+        let Ok(n) = u32::try_from(len) else {
+            return false;
+        };
+        if len > kernel::page::PAGE_SIZE {
+            return false;
+        }
+        // SAFETY: The skb is valid (invariant); the zero page is never
+        // freed and `len` bytes from its start lie in it (checked).
+        unsafe { b::rrxe_skb_add_page(self.as_raw(), b::rrxe_zero_page(), 0, n, false) }
     }
 
     /// Prepends `len` bytes (a header) to the data and returns them; the
@@ -186,47 +226,84 @@ impl SkBuff {
         true
     }
 
-    /// Fills `out` with the packet's bytes from the data pointer on, in
-    /// order, without copying: the linear area, then each page fragment.
-    /// Returns how many pieces were stored, or `None` if the packet has a
-    /// fragment list or more pieces than `out` holds (the caller drops it)
-    /// or a fragment whose memory is not readable.
-    pub fn pieces<'a>(&'a self, out: &mut [&'a [u8]]) -> Option<usize> {
+    /// Calls `f` with each piece of the packet's bytes from the data
+    /// pointer on, in order, without copying: the linear area, then each
+    /// page fragment. A fragment that others may write (see
+    /// [`SkBuff::add_shared_page`]) is only named, as a [`Piece::Shared`],
+    /// for [`SkBuff::shared_frag`] to reach. `None` if the packet has a
+    /// fragment list or a fragment whose memory is not readable, or if `f`
+    /// returns `None` (the caller drops the packet).
+    pub fn for_each_piece<'a>(&'a self, mut f: impl FnMut(Piece<'a>) -> Option<()>) -> Option<()> {
         let skb = self.as_raw();
         // SAFETY: By the invariant the skb is valid.
         if unsafe { b::rrxe_skb_has_frag_list(skb) } {
             return None;
         }
-        let mut n = 0usize;
         let linear = self.linear();
         if !linear.is_empty() {
-            *out.get_mut(n)? = linear;
-            n = n.checked_add(1)?;
+            f(Piece::Bytes(linear))?;
         }
         // SAFETY: As above.
         let frags = unsafe { b::rrxe_skb_nr_frags(skb) };
         for i in 0..frags {
-            let mut len = 0u32;
-            // SAFETY: `i` is below the skb's number of fragments; the shim
-            // returns the fragment's kernel address and length, or NULL.
-            let p = unsafe { b::rrxe_skb_frag_data(skb, i, &mut len) };
-            if p.is_null() {
-                return None;
-            }
-            // SAFETY: Fragment pages are mapped (no highmem on the
-            // architectures rrxe builds for) and stay referenced by the skb
-            // for as long as `self` lives. A fragment added with `add_page`
-            // may be a page of user memory, which its process may write at
-            // any time, as a NIC's DMA may write memory it was given, and
-            // which the receiver's own copy may write too (a READ onto its
-            // source: the copies into registered memory are `memmove`s for
-            // that). Such a piece holds payload only, which its readers copy
-            // and never interpret.
-            let piece = unsafe { core::slice::from_raw_parts(p.cast::<u8>(), len as usize) };
-            *out.get_mut(n)? = piece;
-            n = n.checked_add(1)?;
+            let (p, len, shared) = self.frag(i)?;
+            let piece = if shared {
+                Piece::Shared {
+                    index: usize::try_from(i).ok()?,
+                    len,
+                }
+            } else {
+                // SAFETY: Fragment pages are mapped (no highmem on the
+                // architectures rrxe builds for) and stay referenced by the
+                // skb for as long as `self` lives; `frag` gave the
+                // fragment's address and length. Nobody writes a fragment
+                // that is not shared: a received page was written before
+                // the packet was handed on, the zero page never is.
+                Piece::Bytes(unsafe { core::slice::from_raw_parts(p.as_ptr(), len) })
+            };
+            f(piece)?;
         }
-        Some(n)
+        Some(())
+    }
+
+    /// The address and length of fragment `i` and whether others may
+    /// write it; `None` if there is no such fragment or its memory is not
+    /// readable.
+    fn frag(&self, i: u32) -> Option<(NonNull<u8>, usize, bool)> {
+        // SAFETY: By the invariant the skb is valid.
+        if i >= unsafe { b::rrxe_skb_nr_frags(self.as_raw()) } {
+            return None;
+        }
+        let mut len = 0u32;
+        let mut shared = false;
+        // SAFETY: The skb is valid and `i` is below its number of
+        // fragments (checked); the shim returns the fragment's kernel
+        // address and length, or NULL.
+        let p = unsafe { b::rrxe_skb_frag_data(self.as_raw(), i, &mut len, &mut shared) };
+        Some((
+            NonNull::new(p.cast_mut().cast::<u8>())?,
+            len as usize,
+            shared,
+        ))
+    }
+
+    /// The `len` bytes at `off` of fragment `index`, as bytes others may
+    /// write; `None` if there are no such bytes.
+    pub fn shared_frag(&self, index: usize, off: usize, len: usize) -> Option<SharedBytes<'_>> {
+        let (p, flen, _) = self.frag(u32::try_from(index).ok()?)?;
+        // SAFETY: Fragment pages are mapped (no highmem on the
+        // architectures rrxe builds for) and referenced by the skb for as
+        // long as `self` lives; others may write them, which `SharedBytes`
+        // allows.
+        let all = unsafe { SharedBytes::from_raw(p, flen) };
+        all.sub(off, len)
+    }
+
+    /// Whether others may write some of the packet's fragments
+    /// (`SKBFL_SHARED_FRAG`: pages spliced from a file or a process).
+    pub fn has_shared_frag(&self) -> bool {
+        // SAFETY: By the invariant the skb is valid.
+        unsafe { b::rrxe_skb_has_shared_frag(self.as_raw()) }
     }
 
     /// The network (IP) header and everything up to the data pointer (for

@@ -9,6 +9,7 @@
 //! themselves, mapping one page at a time with `kmap_local_page`.
 
 use super::{bindings as b, device::Device, driver::Driver};
+use crate::shared_bytes::SharedBytes;
 use core::{
     ptr::NonNull,
     sync::atomic::{AtomicU64, Ordering},
@@ -159,11 +160,14 @@ impl Umem {
         })
     }
 
-    /// Copies `data` to offset `off` of the region.
-    pub fn write(&self, off: usize, data: &[u8]) -> Result {
+    /// Copies `data` to offset `off` of the region: bytes of a slice, or
+    /// of memory that others may write (a local packet's payload sent by
+    /// reference, [`SharedBytes`]).
+    pub fn write(&self, off: usize, data: SharedBytes<'_>) -> Result {
         let src = data.as_ptr().cast_mut();
         self.for_each_piece(off, data.len(), |page, in_page, r| {
-            // SAFETY: As in `read`; the copy only reads `data`.
+            // SAFETY: As in `read`; `r` lies inside `data`, which is
+            // readable for the call, and the copy only reads it.
             unsafe { page_copy(page, in_page, src.add(r.start), r.len(), true) }
         })
     }

@@ -17,6 +17,7 @@ use super::{
     driver::Driver,
     umem::{page_atomic_u64, page_copy},
 };
+use crate::shared_bytes::SharedBytes;
 use core::ptr::NonNull;
 use kernel::{
     error::{from_err_ptr, to_result},
@@ -285,12 +286,14 @@ impl Mapped<'_> {
         })
     }
 
-    /// Copies `data` to offset `off` of the region.
-    pub fn write(&self, off: usize, data: &[u8]) -> Result {
+    /// Copies `data` (see [`crate::rdma::umem::Umem::write`]) to offset
+    /// `off` of the region.
+    pub fn write(&self, off: usize, data: SharedBytes<'_>) -> Result {
         let src = data.as_ptr().cast_mut();
         self.for_each_piece(off, data.len(), true, |page, in_page, r| {
-            // SAFETY: As in `read`, into a page mapped writable; the copy
-            // only reads `data`.
+            // SAFETY: As in `read`, into a page mapped writable; `r` lies
+            // inside `data`, which is readable for the call, and the copy
+            // only reads it.
             unsafe { page_copy(page, in_page, src.add(r.start), r.len(), true) }
         })
     }

@@ -240,7 +240,7 @@ fn a_region_may_end_at_two_to_the_64() {
     assert_eq!(sim.nodes[0].cq.send[0].status, WcStatus::Success);
     assert_eq!(sim.nodes[1].mem.slice(0x30, u64::MAX - 15, 16), vec![7; 16]);
     // And a piecewise write ending there.
-    let rest: [&[u8]; 1] = [&[9u8; 8]];
+    let rest = [Piece::Bytes(&[9u8; 8])];
     let data = Payload::from_pieces(&[8u8; 8], &rest);
     sim.nodes[1]
         .mem

@@ -413,6 +413,16 @@ fn run_seed(seed: u64) -> Outcome {
             &sim,
         );
     }
+    // Payloads taken by reference arrived as shared pieces, and the data
+    // checked above went through `write_shared`; no others did.
+    let moved_data = expects.iter().any(|e| match *e {
+        Expect::Send { len, .. } | Expect::Write { len, .. } | Expect::Read { len, .. } => len > 0,
+        Expect::Atomic { .. } => false,
+    });
+    let shared: u64 = sim.nodes.iter().map(|n| n.mem.shared_bytes_written).sum();
+    if (seed % 2 == 1 && moved_data) != (shared > 0) {
+        fail(format!("{shared} bytes from shared pieces"), &sim);
+    }
     if sim.nodes[0].cq.send.len() != n_wrs || sim.nodes[1].cq.recv.len() != recv_msgs.len() {
         fail("extra completions".into(), &sim);
     }

@@ -180,7 +180,8 @@ proptest! {
             prev = c;
         }
         let whole = parse(udp_payload).unwrap();
-        let cut = Payload::from_pieces(pieces[0], &pieces[1..]);
+        let rest: Vec<Piece<'_>> = pieces[1..].iter().map(|&p| Piece::Bytes(p)).collect();
+        let cut = Payload::from_pieces(pieces[0], &rest);
         let p = parse_payload(cut).unwrap();
         prop_assert_eq!(p.hdr, whole.hdr);
         prop_assert!(p.payload == whole.payload);

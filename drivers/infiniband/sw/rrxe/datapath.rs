@@ -19,7 +19,6 @@ use crate::{
     sync::table::Table,
 };
 use kernel::{
-    page::Page,
     prelude::*,
     sync::{aref::ARef, Arc},
 };
@@ -46,15 +45,11 @@ pub(crate) struct Datapath {
     pub(crate) mcast: Groups,
     /// The port counters.
     pub(crate) stats: Stats,
-    /// A page of zeros: the pad and ICRC bytes of packets whose payload
-    /// is sent by reference (see [`crate::xmit::Path::packet_by_ref`]).
-    zeros: Page,
 }
 
 impl Datapath {
     /// The datapath of a device over `netdev`.
     pub(crate) fn new(netdev: &NetDevice) -> Result<Arc<Self>> {
-        let zeros = Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?;
         Arc::pin_init(
             try_pin_init!(Self {
                 netdev: netdev.into(),
@@ -64,17 +59,9 @@ impl Datapath {
                 ahs <- Table::new(),
                 mcast <- Groups::new(),
                 stats: Stats::new(),
-                zeros,
             }),
             GFP_KERNEL,
         )
-    }
-
-    /// The page of zeros (never written). `kernel::page::Page` names the
-    /// kernel crate's `struct page`, the same C type as the module's
-    /// bindings'.
-    pub(crate) fn zero_page(&self) -> *mut crate::bindings::page {
-        self.zeros.as_ptr().cast()
     }
 
     /// The net device packets leave through.

@@ -22,6 +22,7 @@
 use crate::{
     proto::{Access, AtomicOp, LocalOp, MemError, MemoryAccess, MwBind, Placement},
     rdma::{bindings as b, umem::Umem, umem_odp::UmemOdp},
+    shared_bytes::SharedBytes,
     sync::table::Table,
 };
 use core::{
@@ -825,6 +826,43 @@ impl PdMemory<'_> {
         .ok()
         .flatten()
     }
+
+    /// [`MemoryAccess::write`] of bytes that may be a slice or memory
+    /// others may write (a fragment of a local packet sent by reference,
+    /// perhaps of the very region it is copied into: every copy here is a
+    /// `memmove`).
+    pub(crate) fn write_from(
+        &mut self,
+        key: u32,
+        va: u64,
+        data: SharedBytes<'_>,
+        access: Access,
+    ) -> Result<(), MemError> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.with(key, va, data.len() as u64, access, |at| match at {
+            Target::User(umem, off) => umem.write(off, data).map_err(|_| MemError::OutOfRange),
+            Target::Odp(o, off) => self.odp(o, |u| {
+                u.access(off, data.len(), true)
+                    .and_then(|m| m.write(off, data))
+                    .map_err(|_| MemError::OutOfRange)
+            }),
+            Target::Kernel(addr) => {
+                // SAFETY: As in `read`; `data` is readable for the call and
+                // may overlap the target (a READ onto its own source), which
+                // `copy`, a `memmove`, allows.
+                unsafe { core::ptr::copy(data.as_ptr(), addr as *mut u8, data.len()) };
+                Ok(())
+            }
+            Target::Fast(pages, off) => pages.for_each(off, data.len(), |addr, at, n| {
+                let src = data.sub(at, n).ok_or(MemError::OutOfRange)?;
+                // SAFETY: As for `Target::Kernel`, of `n` bytes of `data`.
+                unsafe { core::ptr::copy(src.as_ptr(), addr as *mut u8, n) };
+                Ok(())
+            }),
+        })
+    }
 }
 
 impl MemoryAccess for PdMemory<'_> {
@@ -869,32 +907,7 @@ impl MemoryAccess for PdMemory<'_> {
     }
 
     fn write(&mut self, key: u32, va: u64, data: &[u8], access: Access) -> Result<(), MemError> {
-        if data.is_empty() {
-            return Ok(());
-        }
-        self.with(key, va, data.len() as u64, access, |at| match at {
-            Target::User(umem, off) => umem.write(off, data).map_err(|_| MemError::OutOfRange),
-            Target::Odp(o, off) => self.odp(o, |u| {
-                u.access(off, data.len(), true)
-                    .and_then(|m| m.write(off, data))
-                    .map_err(|_| MemError::OutOfRange)
-            }),
-            Target::Kernel(addr) => {
-                // SAFETY: As in `read`. `data` may be a fragment of a
-                // packet sent by reference, so a page that could also be
-                // the target: the copy is a `memmove`.
-                unsafe { core::ptr::copy(data.as_ptr(), addr as *mut u8, data.len()) };
-                Ok(())
-            }
-            Target::Fast(pages, off) => pages.for_each(off, data.len(), |addr, at, n| {
-                let src = data
-                    .get(at..at.saturating_add(n))
-                    .ok_or(MemError::OutOfRange)?;
-                // SAFETY: As in `read`; a `memmove` as for `Target::Kernel`.
-                unsafe { core::ptr::copy(src.as_ptr(), addr as *mut u8, n) };
-                Ok(())
-            }),
-        })
+        self.write_from(key, va, data.into(), access)
     }
 
     fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError> {

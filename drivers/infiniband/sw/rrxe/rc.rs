@@ -413,7 +413,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
                     }
                 }
             }
-            let mut mem = staging.memory(core.memory());
+            let mut mem = staging.memory(core.memory()).for_packet(&skb);
             let mut env = env!(mem);
             rc.on_packet(&mut env, pkt);
             if overflow.get() {

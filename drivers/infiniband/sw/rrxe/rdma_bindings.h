@@ -89,8 +89,11 @@ bool rrxe_skb_may_pull(struct sk_buff *skb, unsigned int len);
 bool rrxe_skb_has_frag_list(const struct sk_buff *skb);
 unsigned int rrxe_skb_nr_frags(const struct sk_buff *skb);
 bool rrxe_skb_add_page(struct sk_buff *skb, struct page *page, unsigned int off,
-		       unsigned int len);
-const void *rrxe_skb_frag_data(const struct sk_buff *skb, unsigned int i, unsigned int *len);
+		       unsigned int len, bool shared);
+const void *rrxe_skb_frag_data(const struct sk_buff *skb, unsigned int i, unsigned int *len,
+			       bool *shared);
+bool rrxe_skb_has_shared_frag(const struct sk_buff *skb);
+struct page *rrxe_zero_page(void);
 int rrxe_skb_network_offset(const struct sk_buff *skb);
 void rrxe_skb_reset_network_header(struct sk_buff *skb);
 void rrxe_skb_set_transport_after_network(struct sk_buff *skb, int off);

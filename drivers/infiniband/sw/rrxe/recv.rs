@@ -12,12 +12,12 @@
 
 use crate::{
     datapath::Datapath,
-    net::skb::{SkBuff, MAX_PIECES},
+    net::skb::{self, SkBuff, MAX_PIECES},
     proto::{
         headers::BthRepr,
         icrc::{self, IpHeader},
         opcode::BTH_LEN,
-        parse_payload, HeaderRepr, Packet, Payload,
+        parse_payload, HeaderRepr, Packet, Payload, Piece,
     },
     stats::Counter,
     xmit::crc32,
@@ -49,21 +49,39 @@ fn verify(skb: &SkBuff) -> Option<u32> {
     let ip_len = hdrs.len().checked_sub(UDP_HLEN)?;
     let (ip, udp) = hdrs.split_at_checked(ip_len)?;
     let ip = IpHeader::of(ip)?;
-    let mut pieces: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
-    let n = skb.pieces(&mut pieces)?;
-    let (first, rest) = pieces.get(..n)?.split_first()?;
+    let mut pieces = [Piece::Bytes(&[]); MAX_PIECES];
+    let (first, rest) = split(skb, &mut pieces)?;
     let payload = Payload::from_pieces(first, rest);
     icrc::verify_payload(&mut crc32, ip, udp, &payload).ok()?;
     let bth = BthRepr::parse(first).ok()?;
     Some(bth.dest_qpn)
 }
 
+/// The packet's pieces (see [`SkBuff::for_each_piece`]) as the protocol
+/// core takes them, in `out`: the first, which holds the headers and must
+/// be readable, and the rest; `None` if there are none, more than `out`
+/// holds, or the first is shared.
+fn split<'a>(skb: &'a SkBuff, out: &'a mut [Piece<'a>]) -> Option<(&'a [u8], &'a [Piece<'a>])> {
+    let mut n = 0usize;
+    skb.for_each_piece(|p| {
+        *out.get_mut(n)? = match p {
+            skb::Piece::Bytes(b) => Piece::Bytes(b),
+            skb::Piece::Shared { index, len } => Piece::Shared { index, len },
+        };
+        n = n.checked_add(1)?;
+        Some(())
+    })?;
+    match out.get(..n)?.split_first()? {
+        (Piece::Bytes(first), rest) => Some((first, rest)),
+        (Piece::Shared { .. }, _) => None,
+    }
+}
+
 /// Parses a packet a QP received (data at its BTH) where its pieces lie and
 /// hands it to `f`; `None` if it does not parse.
 pub(crate) fn with_packet<R>(skb: &SkBuff, f: impl FnOnce(&Packet<'_>) -> R) -> Option<R> {
-    let mut pieces: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
-    let n = skb.pieces(&mut pieces)?;
-    let (first, rest) = pieces.get(..n)?.split_first()?;
+    let mut pieces = [Piece::Bytes(&[]); MAX_PIECES];
+    let (first, rest) = split(skb, &mut pieces)?;
     // Borrowed where it was parsed: moving the packet out of the `Result`
     // would copy its 200 bytes (a `memcpy` per packet).
     parse_payload(Payload::from_pieces(first, rest))

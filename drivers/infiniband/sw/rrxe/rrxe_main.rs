@@ -36,6 +36,9 @@ pub mod net;
 #[path = "../../../../rust/sync/mod.rs"]
 pub mod sync;
 
+#[path = "../../../../rust/shared_bytes.rs"]
+pub mod shared_bytes;
+
 #[path = "../../../../rust/proto/src/proto/mod.rs"]
 pub mod proto;
 

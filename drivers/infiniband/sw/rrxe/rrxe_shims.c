@@ -298,9 +298,11 @@ unsigned int rrxe_skb_nr_frags(const struct sk_buff *skb)
 /*
  * Appends @len bytes at @off of @page as the skb's next fragment, with a
  * page reference of the skb's own; false if the skb has no fragment left.
+ * @shared: others may write the page while the skb lives (user memory),
+ * which SKBFL_SHARED_FRAG tells every reader of the skb.
  */
 bool rrxe_skb_add_page(struct sk_buff *skb, struct page *page, unsigned int off,
-		       unsigned int len)
+		       unsigned int len, bool shared)
 {
 	unsigned int i = skb_shinfo(skb)->nr_frags;
 
@@ -308,16 +310,36 @@ bool rrxe_skb_add_page(struct sk_buff *skb, struct page *page, unsigned int off,
 		return false;
 	get_page(page);
 	skb_add_rx_frag(skb, i, page, off, len, len);
+	if (shared)
+		skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
 	return true;
 }
 
-/* Kernel address and length of fragment @i; NULL if it is not readable. */
-const void *rrxe_skb_frag_data(const struct sk_buff *skb, unsigned int i, unsigned int *len)
+/*
+ * Kernel address and length of fragment @i; NULL if it is not readable.
+ * @shared: whether others may write it (the skb has shared fragments and
+ * this one is not the kernel's page of zeros, which nothing writes).
+ */
+const void *rrxe_skb_frag_data(const struct sk_buff *skb, unsigned int i, unsigned int *len,
+			       bool *shared)
 {
 	const skb_frag_t *frag = &skb_shinfo(skb)->frags[i];
+	const void *p = skb_frag_address_safe(frag);
 
 	*len = skb_frag_size(frag);
-	return skb_frag_address_safe(frag);
+	*shared = p && skb_has_shared_frag(skb) && !is_zero_page(skb_frag_page(frag));
+	return p;
+}
+
+bool rrxe_skb_has_shared_frag(const struct sk_buff *skb)
+{
+	return skb_has_shared_frag(skb);
+}
+
+/* The kernel's page of zeros, which nothing ever writes. */
+struct page *rrxe_zero_page(void)
+{
+	return ZERO_PAGE(0);
 }
 
 int rrxe_skb_network_offset(const struct sk_buff *skb)

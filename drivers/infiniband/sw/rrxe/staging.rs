@@ -16,7 +16,9 @@
 
 use crate::{
     mem::PdMemory,
-    proto::{Access, AtomicOp, LocalOp, MemError, MemoryAccess, Placement, Sge},
+    net::skb::SkBuff,
+    proto::{Access, AtomicOp, LocalOp, MemError, MemoryAccess, Placement, Sge, SharedRange},
+    shared_bytes::SharedBytes,
     wqe::SgeList,
 };
 use kernel::prelude::*;
@@ -171,7 +173,11 @@ impl Staging {
 
     /// The memory the engine of a QP of protection domain `pd` reaches.
     pub(crate) fn memory<'a>(&'a self, pd: PdMemory<'a>) -> StagedMemory<'a> {
-        StagedMemory { pd, st: self }
+        StagedMemory {
+            pd,
+            st: self,
+            packet: None,
+        }
     }
 
     fn list(&self, key: u32, slot: usize) -> Option<&[Sge]> {
@@ -193,6 +199,43 @@ impl Staging {
 pub(crate) struct StagedMemory<'a> {
     pd: PdMemory<'a>,
     st: &'a Staging,
+    /// The packet being handled, whose shared fragments
+    /// ([`MemoryAccess::write_shared`]) are copied from.
+    packet: Option<&'a SkBuff>,
+}
+
+impl<'a> StagedMemory<'a> {
+    /// The memory, for handling `packet`: its payload may lie in
+    /// fragments that only the packet reaches.
+    pub(crate) fn for_packet(self, packet: &'a SkBuff) -> Self {
+        Self {
+            packet: Some(packet),
+            ..self
+        }
+    }
+
+    /// [`MemoryAccess::write`] of bytes that may be a slice or memory
+    /// that others may write.
+    fn write_from(
+        &mut self,
+        key: u32,
+        va: u64,
+        data: SharedBytes<'_>,
+        access: Access,
+    ) -> Result<(), MemError> {
+        match key {
+            SEND_SGL_KEY | RECV_SGL_KEY if access == Access::LocalWrite => {
+                let (list, off) = resolve(self.st, key, va, data.len())?;
+                for p in pieces(list, off, data.len()) {
+                    let p = p?;
+                    let src = data.sub(p.at, p.len).ok_or(MemError::OutOfRange)?;
+                    self.pd.write_from(p.sge.lkey, p.va, src, access)?;
+                }
+                Ok(())
+            }
+            _ => self.pd.write_from(key, va, data, access),
+        }
+    }
 }
 
 /// One piece of a range of a list's concatenation: the element, the
@@ -302,20 +345,21 @@ impl MemoryAccess for StagedMemory<'_> {
     }
 
     fn write(&mut self, key: u32, va: u64, data: &[u8], access: Access) -> Result<(), MemError> {
-        match key {
-            SEND_SGL_KEY | RECV_SGL_KEY if access == Access::LocalWrite => {
-                let (list, off) = resolve(self.st, key, va, data.len())?;
-                for p in pieces(list, off, data.len()) {
-                    let p = p?;
-                    let src = data
-                        .get(p.at..p.at.saturating_add(p.len))
-                        .ok_or(MemError::OutOfRange)?;
-                    self.pd.write(p.sge.lkey, p.va, src, access)?;
-                }
-                Ok(())
-            }
-            _ => self.pd.write(key, va, data, access),
-        }
+        self.write_from(key, va, data.into(), access)
+    }
+
+    fn write_shared(
+        &mut self,
+        key: u32,
+        va: u64,
+        range: SharedRange,
+        access: Access,
+    ) -> Result<(), MemError> {
+        let data = self
+            .packet
+            .and_then(|skb| skb.shared_frag(range.index, range.off, range.len))
+            .ok_or(MemError::OutOfRange)?;
+        self.write_from(key, va, data, access)
     }
 
     fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError> {

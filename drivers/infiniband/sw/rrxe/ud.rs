@@ -410,7 +410,9 @@ fn scatter(
     if room < total {
         return Ok(room);
     }
-    let mut src = Iterator::chain(grh.iter(), payload.chunks().flat_map(|c| c.iter())).copied();
+    // A datagram is never sent by reference, so all of it is readable.
+    let bytes = payload.bytes().ok_or(prot_err)?;
+    let mut src = Iterator::chain(grh.iter().copied(), bytes);
     let mut chunk = [0u8; 256];
     let mut left = total;
     for s in sges.iter() {

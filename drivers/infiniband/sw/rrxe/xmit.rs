@@ -26,7 +26,6 @@ use crate::{
     proto::{headers::ROCE_V2_PORT, icrc, PayloadRef},
     stats::Counter,
 };
-use core::ptr::NonNull;
 use kernel::prelude::*;
 
 /// A packet delivered locally with at least this many bytes (BTH to ICRC)
@@ -165,17 +164,12 @@ impl Path {
             |pkt, page, off, n| {
                 // SAFETY: `user_pages` keeps the page pinned for the call and
                 // names a piece within it.
-                unsafe { pkt.skb.add_page(page, off, n) }
+                unsafe { pkt.skb.add_shared_page(page, off, n) }
             },
         )?;
-        let skb = &mut pkt.skb;
-        if tail > 0 {
-            let zeros = NonNull::new(dp.zero_page())?;
-            // SAFETY: The page of zeros lives as long as `dp`, and the tail
-            // (pad and ICRC, at most 7 bytes) fits in it.
-            if !unsafe { skb.add_page(zeros, 0, tail) } {
-                return None;
-            }
+        // The pad and ICRC (at most 7 bytes).
+        if tail > 0 && !pkt.skb.add_zeros(tail) {
+            return None;
         }
         dp.stats.inc(Counter::ZeroCopyPkts);
         Some(pkt)

@@ -2,7 +2,7 @@
 //! packet transmission and completion delivery. The kernel module
 //! implements these over MRs, skbs and CQs; the tests over plain vectors.
 
-use crate::proto::payload::Payload;
+use crate::proto::payload::{Chunk, Payload, SharedRange};
 use crate::proto::verbs::{LocalOp, WorkCompletion};
 
 /// Kind of access requested for a key.
@@ -130,11 +130,27 @@ pub trait MemoryAccess {
         let mut off = 0u64;
         for c in data.chunks() {
             let at = va.checked_add(off).ok_or(MemError::OutOfRange)?;
-            self.write(key, at, c, access)?;
+            match c {
+                Chunk::Bytes(b) => self.write(key, at, b, access)?,
+                Chunk::Shared(r) => self.write_shared(key, at, r, access)?,
+            }
             let n = u64::try_from(c.len()).map_err(|_| MemError::OutOfRange)?;
             off = off.saturating_add(n);
         }
         Ok(())
+    }
+    /// Copy the bytes `range` names, of a packet's piece that others may
+    /// write ([`crate::proto::Piece::Shared`]), to `va`. Only the driver
+    /// that made the packet can read them; the default refuses.
+    fn write_shared(
+        &mut self,
+        key: u32,
+        va: u64,
+        range: SharedRange,
+        access: Access,
+    ) -> Result<(), MemError> {
+        let _ = (key, va, range, access);
+        Err(MemError::OutOfRange)
     }
     /// RDMA FLUSH: check that `rkey` grants [`Access::Flush`] of
     /// `placement` and, if `range` is given (`IB_FLUSH_RANGE`), that the

@@ -12,7 +12,7 @@
 //! semantics of Linux `crc32_le`: no implicit pre- or post-inversion.
 
 use crate::proto::opcode::{BTH_LEN, ICRC_LEN};
-use crate::proto::payload::Payload;
+use crate::proto::payload::{Chunk, Payload};
 
 /// A raw CRC-32 (polynomial 0xEDB88320, reflected) update step, like
 /// Linux `crc32_le(crc, data, len)`: no inversion on entry or exit.
@@ -80,6 +80,9 @@ pub enum IcrcError {
     Ipv4Options,
     /// The ICRC does not match.
     Mismatch,
+    /// Part of the packet is memory that others may write
+    /// ([`crate::proto::Piece::Shared`]), which no CRC is computed over.
+    Shared,
 }
 
 /// The network header that precedes the UDP header.
@@ -178,6 +181,9 @@ pub fn compute_payload<C: Crc32>(
         .sub(BTH_LEN, body.len().saturating_sub(BTH_LEN))
         .unwrap_or(Payload::empty());
     for chunk in rest.chunks() {
+        let Chunk::Bytes(chunk) = chunk else {
+            return Err(IcrcError::Shared);
+        };
         c = crc.update(c, chunk);
     }
     Ok((!c).to_le_bytes())

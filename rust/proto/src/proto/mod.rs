@@ -49,7 +49,7 @@ pub use headers::{
 pub use icrc::{Crc32, IcrcError, IpHeader, SoftCrc32};
 pub use opcode::{opcode_info, OpcodeInfo, Transport};
 pub use packet::{parse, parse_payload, EmitError, Headers, Packet, ParseError};
-pub use payload::Payload;
+pub use payload::{Chunk, Payload, Piece, SharedRange};
 pub use psn::{rnr_timer_us, Credits, Msn, NakCode, Psn, Syndrome, RNR_TIMER_US};
 pub use qp::{
     ArrayQp, Arrays, AtomicResult, Buffers, Counters, Qp, QpConfig, QpError, QpState, RemoteAccess,

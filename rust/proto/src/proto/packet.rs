@@ -6,7 +6,7 @@ use crate::proto::headers::{
     RethRepr,
 };
 use crate::proto::opcode::{mask, opcode_info, ExtHeader, OpcodeInfo, BTH_LEN, ICRC_LEN};
-use crate::proto::payload::Payload;
+use crate::proto::payload::{Chunk, Payload};
 use crate::proto::wire::HeaderRepr;
 
 /// Largest payload the parser accepts (the largest IB path MTU).
@@ -257,15 +257,22 @@ pub fn parse(buf: &[u8]) -> Result<Packet<'_>, ParseError> {
 /// Parse a UDP payload that may lie in several pieces (a received packet's
 /// fragments), as [`parse`] does; the packet's payload borrows the pieces.
 pub fn parse_payload(udp_payload: Payload<'_>) -> Result<Packet<'_>, ParseError> {
-    // The headers, gathered into one place (they may cross pieces).
+    // The headers, gathered into one place (they may cross pieces): as
+    // many bytes as any headers take, or fewer where the readable bytes
+    // end (a payload in shared memory, which the headers may not reach).
     let mut hbuf = [0u8; MAX_HDR_LEN];
-    let hlen = udp_payload.len().min(MAX_HDR_LEN);
-    let head = hbuf.get_mut(..hlen).ok_or(ParseError::Truncated)?;
-    let gathered = udp_payload.sub(0, hlen).is_some_and(|h| h.copy_to(head));
-    if !gathered {
-        return Err(ParseError::Truncated);
+    let mut got = 0usize;
+    let front = udp_payload.sub(0, udp_payload.len().min(MAX_HDR_LEN));
+    for chunk in front.iter().flat_map(|f| f.chunks()) {
+        let Chunk::Bytes(c) = chunk else { break };
+        let end = got.saturating_add(c.len());
+        // `..c.len()` makes the lengths equal, so the copy cannot panic.
+        if let Some(d) = hbuf.get_mut(got..).and_then(|d| d.get_mut(..c.len())) {
+            d.copy_from_slice(c);
+        }
+        got = end;
     }
-    let buf: &[u8] = head;
+    let buf: &[u8] = hbuf.get(..got).ok_or(ParseError::Truncated)?;
     let bth = BthRepr::parse(buf)?;
     let info = opcode_info(bth.opcode).ok_or(ParseError::UnknownOpcode)?;
     let body_end = udp_payload

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use rrxe_proto::icrc;
+use rrxe_proto::opcode::mask;
 use rrxe_proto::*;
 
 /// SplitMix64: tiny, fast, good enough for test scheduling.
@@ -53,6 +54,11 @@ pub struct SimMem {
     pub flushes_executed: u64,
     /// Local operations executed, in order.
     pub local_ops: Vec<LocalOp>,
+    /// The shared pieces of the packet being handled ([`Piece::Shared`]
+    /// names them by index), as the driver's skb holds its fragments.
+    pub frags: Vec<Vec<u8>>,
+    /// Bytes copied from shared pieces.
+    pub shared_bytes_written: u64,
 }
 
 impl SimMem {
@@ -114,6 +120,23 @@ impl MemoryAccess for SimMem {
     fn write(&mut self, key: u32, va: u64, data: &[u8], access: Access) -> Result<(), MemError> {
         self.find(key, va, data.len() as u64, access)?
             .copy_from_slice(data);
+        Ok(())
+    }
+    fn write_shared(
+        &mut self,
+        key: u32,
+        va: u64,
+        range: SharedRange,
+        access: Access,
+    ) -> Result<(), MemError> {
+        let src = self
+            .frags
+            .get(range.index)
+            .and_then(|f| f.get(range.off..range.off + range.len))
+            .ok_or(MemError::OutOfRange)?
+            .to_vec();
+        self.write(key, va, &src, access)?;
+        self.shared_bytes_written += src.len() as u64;
         Ok(())
     }
     fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError> {
@@ -495,7 +518,33 @@ impl Sim {
             eprintln!("{:>9} >{} recv {}", self.now, f.to, describe(&pkt));
         }
         let now = self.now;
-        self.nodes[f.to].with(now, |qp, env| qp.on_packet(env, &pkt));
+        // A payload its sender took by reference arrives as the driver's
+        // local path delivers it: in a fragment that others may write,
+        // which the receiver's core may only pass on to `write_shared`.
+        let udp_payload = &f.frame[28..];
+        let by_ref = self.nodes[1 - f.to].tx.by_ref
+            && !pkt.payload.is_empty()
+            && !pkt.info.has(mask::ATOMIC_WRITE);
+        if !by_ref {
+            self.nodes[f.to].with(now, |qp, env| qp.on_packet(env, &pkt));
+            return;
+        }
+        let (head, rest) = udp_payload.split_at(pkt.info.hdr_len);
+        let (body, tail) = rest.split_at(pkt.payload.len());
+        let pieces = [
+            Piece::Shared {
+                index: 0,
+                len: body.len(),
+            },
+            Piece::Bytes(tail),
+        ];
+        let shared = parse_payload(Payload::from_pieces(head, &pieces))
+            .expect("a packet whose payload is shared parses");
+        assert_eq!((shared.hdr, shared.icrc), (pkt.hdr, pkt.icrc));
+        let node = &mut self.nodes[f.to];
+        node.mem.frags = vec![body.to_vec()];
+        node.with(now, |qp, env| qp.on_packet(env, &shared));
+        node.mem.frags.clear();
     }
 
     /// Advance to the next event. Returns false when nothing is pending.
