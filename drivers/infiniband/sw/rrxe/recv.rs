@@ -34,6 +34,11 @@ pub(crate) fn dispatch(dp: &Arc<Datapath>, mut skb: SkBuff) {
     if !skb.pull_into_linear(UDP_HLEN.saturating_add(BTH_LEN)) || !skb.pull(UDP_HLEN) {
         return dp.drop_packet(Counter::RcvdHdrErr);
     }
+    // Pages that others may write (spliced into a local UDP socket) are
+    // copied first: the ICRC is checked over bytes that then stay put.
+    if skb.has_shared_frag() && !skb.pull_into_linear(skb.len()) {
+        return dp.drop_packet(Counter::RcvdHdrErr);
+    }
     let Some(qpn) = verify(&skb) else {
         return dp.drop_packet(Counter::RcvdIcrcErr);
     };
