@@ -14,6 +14,7 @@
  *   completion.c  bounded completion polling and checking
  *   pattern.c     data patterns and memory checks
  *   events.c      completion channels and asynchronous events
+ *   crc32.c       crc32_le for programs that build RoCE v2 packets (crc32.h)
  *
  * Convention: a helper returning int returns 0 on success and -1 on failure,
  * with the reason in g_reason (the FAIL/CHECK/OK/ERR/NEW macros do that).

@@ -25,23 +25,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "crc32.h"
+
 #define ROCE_PORT 4791
 #define BTH_LEN 12
 #define PAYLOAD_LEN 16
 #define ICRC_LEN 4
 #define ROCE_LEN (BTH_LEN + PAYLOAD_LEN + ICRC_LEN)
 #define UDP_LEN (8 + ROCE_LEN)
-
-/* Reflected CRC-32 register update without inversion (the kernel's crc32_le). */
-static uint32_t crc32_le(uint32_t crc, const uint8_t *p, size_t n)
-{
-	while (n--) {
-		crc ^= *p++;
-		for (int k = 0; k < 8; k++)
-			crc = (crc & 1) ? 0xedb88320u ^ (crc >> 1) : crc >> 1;
-	}
-	return crc;
-}
 
 /*
  * The ICRC of @roce (BTH to ICRC) sent from @src:@sport to @dst:4791: over

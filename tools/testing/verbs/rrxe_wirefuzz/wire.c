@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "crc32.h"
 #include "wirefuzz.h"
 
 /* ------------------------------------------------------------------ */
@@ -171,33 +172,8 @@ size_t op_hdr_len(uint8_t op)
 }
 
 /* ------------------------------------------------------------------ */
-/* CRC-32 and ICRC                                                    */
+/* ICRC                                                               */
 /* ------------------------------------------------------------------ */
-
-static uint32_t crc_table[256];
-
-static void crc_init(void)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-		crc_table[i] = c;
-	}
-}
-
-/* Reflected CRC-32 register update, no inversion (like the kernel's crc32_le). */
-uint32_t crc32_le(uint32_t crc, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	if (!crc_table[1])
-		crc_init();
-	while (n--)
-		crc = crc_table[(crc ^ *b++) & 0xff] ^ (crc >> 8);
-	return crc;
-}
 
 void roce_icrc(const uint8_t *ip, size_t len, uint8_t out[4])
 {
