@@ -270,15 +270,11 @@ impl SkBuff {
     /// write it; `None` if there is no such fragment or its memory is not
     /// readable.
     fn frag(&self, i: u32) -> Option<(NonNull<u8>, usize, bool)> {
-        // SAFETY: By the invariant the skb is valid.
-        if i >= unsafe { b::rrxe_skb_nr_frags(self.as_raw()) } {
-            return None;
-        }
         let mut len = 0u32;
         let mut shared = false;
-        // SAFETY: The skb is valid and `i` is below its number of
-        // fragments (checked); the shim returns the fragment's kernel
-        // address and length, or NULL.
+        // SAFETY: By the invariant the skb is valid; the shim checks `i`
+        // against its number of fragments and returns the fragment's
+        // kernel address and length, or NULL.
         let p = unsafe { b::rrxe_skb_frag_data(self.as_raw(), i, &mut len, &mut shared) };
         Some((
             NonNull::new(p.cast_mut().cast::<u8>())?,

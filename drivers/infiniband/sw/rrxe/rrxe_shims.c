@@ -316,16 +316,23 @@ bool rrxe_skb_add_page(struct sk_buff *skb, struct page *page, unsigned int off,
 }
 
 /*
- * Kernel address and length of fragment @i; NULL if it is not readable.
- * @shared: whether others may write it (the skb has shared fragments and
- * this one is not the kernel's page of zeros, which nothing writes).
+ * Kernel address and length of fragment @i; NULL if the skb has no such
+ * fragment or it is not readable. @shared: whether others may write it (the
+ * skb has shared fragments and this one is not the kernel's page of zeros,
+ * which nothing writes).
  */
 const void *rrxe_skb_frag_data(const struct sk_buff *skb, unsigned int i, unsigned int *len,
 			       bool *shared)
 {
-	const skb_frag_t *frag = &skb_shinfo(skb)->frags[i];
-	const void *p = skb_frag_address_safe(frag);
+	const skb_frag_t *frag;
+	const void *p;
 
+	*len = 0;
+	*shared = false;
+	if (i >= skb_shinfo(skb)->nr_frags)
+		return NULL;
+	frag = &skb_shinfo(skb)->frags[i];
+	p = skb_frag_address_safe(frag);
 	*len = skb_frag_size(frag);
 	*shared = p && skb_has_shared_frag(skb) && !is_zero_page(skb_frag_page(frag));
 	return p;

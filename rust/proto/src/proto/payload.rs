@@ -39,12 +39,6 @@ impl Piece<'_> {
     }
 }
 
-impl<'a> From<&'a [u8]> for Piece<'a> {
-    fn from(bytes: &'a [u8]) -> Self {
-        Piece::Bytes(bytes)
-    }
-}
-
 /// A range of the bytes of one shared piece ([`Piece::Shared`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SharedRange {
@@ -54,21 +48,6 @@ pub struct SharedRange {
     pub off: usize,
     /// Bytes in the range.
     pub len: usize,
-}
-
-impl SharedRange {
-    /// The `len` bytes at `off` of this range, or `None` if they are not
-    /// all in it.
-    pub fn sub(&self, off: usize, len: usize) -> Option<Self> {
-        if off.checked_add(len)? > self.len {
-            return None;
-        }
-        Some(SharedRange {
-            index: self.index,
-            off: self.off.checked_add(off)?,
-            len,
-        })
-    }
 }
 
 /// A contiguous part of a [`Payload`].
@@ -337,13 +316,5 @@ mod tests {
         // A shared payload equals itself (the same ranges) and no other.
         assert!(s == s);
         assert!(s != p.sub(1, 4).unwrap());
-        let r = SharedRange {
-            index: 1,
-            off: 1,
-            len: 3,
-        };
-        assert_eq!(r.sub(1, 2).map(|x| (x.off, x.len)), Some((2, 2)));
-        assert!(r.sub(2, 2).is_none());
-        assert!(r.sub(usize::MAX, 2).is_none());
     }
 }
