@@ -192,6 +192,11 @@ impl Drop for Route {
 /// finish the whole packet (IP header first, linear), and hands it to the
 /// IP layer, over `route`'s cached route or, without one, a route looked up
 /// for this packet alone. Callable in any context but hard interrupts.
+///
+/// `ENOBUFS` means the packet was not sent because a queue on the way was
+/// full (the qdisc dropped it: `NET_XMIT_DROP` or `NET_XMIT_CN`) or memory
+/// was short: the caller may send it again a little later. Any other error
+/// is not transient.
 pub fn send(
     route: Option<&Route>,
     netdev: &NetDevice,
@@ -202,7 +207,7 @@ pub fn send(
 ) -> Result {
     let payload = skb.len();
     let hlen = ep.header_len();
-    let hdr = skb.push(hlen).ok_or(ENOBUFS)?;
+    let hdr = skb.push(hlen).ok_or(EINVAL)?;
     ep.write_headers(hdr, payload)?;
     skb.reset_network_header();
     skb.set_transport_after_network(hlen.saturating_sub(UDP_HLEN));
@@ -340,7 +345,9 @@ impl Output {
 }
 
 /// `ip_local_out`'s result: negative errors, or positive `NET_XMIT_*` codes
-/// of which only success counts as sent.
+/// of which only success counts as sent; a qdisc that dropped the packet
+/// (`NET_XMIT_DROP`, or `NET_XMIT_CN` for congestion) is `ENOBUFS`, a full
+/// queue.
 fn output_result(ret: c_int) -> Result {
     match ret {
         0 => Ok(()),

@@ -72,6 +72,8 @@ struct Outcome {
     steps: u64,
     completions: usize,
     retry_exhausted: bool,
+    /// Packets the nodes' transmit queues refused.
+    refused: u64,
 }
 
 /// Run one randomized scenario. Panics (with details) on any violation.
@@ -103,6 +105,12 @@ fn run_seed(seed: u64) -> Outcome {
     // the same either way).
     for node in &mut sim.nodes {
         node.tx.by_ref = seed % 2 == 1;
+    }
+    // Every third seed's nodes have a transmit queue that takes only 1-4
+    // packets per turn and refuses the rest, as a full qdisc does: what it
+    // refuses is built and sent again later, nothing lost or doubled.
+    if seed.is_multiple_of(3) {
+        sim.netem.txq = 1 + (seed / 3 % 4) as usize;
     }
     let a_src = random_bytes(&mut rng, REGION);
     let b_read = random_bytes(&mut rng, REGION);
@@ -305,6 +313,7 @@ fn run_seed(seed: u64) -> Outcome {
                     steps,
                     completions: n_wrs,
                     retry_exhausted: true,
+                    refused: sim.nodes.iter().map(|n| n.tx.refused).sum(),
                 };
             }
             if wc.wr_id != send_checked as u64 || wc.status != WcStatus::Success {
@@ -433,6 +442,7 @@ fn run_seed(seed: u64) -> Outcome {
         steps,
         completions: n_wrs + recv_msgs.len(),
         retry_exhausted: false,
+        refused: sim.nodes.iter().map(|n| n.tx.refused).sum(),
     }
 }
 
@@ -444,12 +454,14 @@ fn run_seeds(range: std::ops::Range<u64>) {
     let mut total_steps = 0;
     let mut total_wcs = 0;
     let mut exhausted = 0;
+    let mut refused = 0;
     for seed in range.clone() {
         match std::panic::catch_unwind(|| run_seed(seed)) {
             Ok(o) => {
                 total_steps += o.steps;
                 total_wcs += o.completions;
                 exhausted += u64::from(o.retry_exhausted);
+                refused += o.refused;
             }
             Err(_) => panic!(
                 "simulation seed {seed} failed; replay with:\n  {}",
@@ -459,7 +471,13 @@ fn run_seeds(range: std::ops::Range<u64>) {
     }
     let n = range.end - range.start;
     eprintln!(
-        "sim: {n} seeds, {total_wcs} completions, {total_steps} steps, {exhausted} retry-exhausted"
+        "sim: {n} seeds, {total_wcs} completions, {total_steps} steps, {exhausted} retry-exhausted, \
+         {refused} packets refused by a full transmit queue"
+    );
+    // The seeds with a short transmit queue did fill it.
+    assert!(
+        n < 30 || refused > 0,
+        "no transmit queue ever refused a packet"
     );
     // Retry exhaustion is legal on a lossy link but must stay rare.
     assert!(
@@ -677,6 +695,46 @@ fn retransmission_doubles_its_first_packet() {
     );
 }
 
+/// A transmit queue that takes one packet per turn and refuses the rest
+/// (a full qdisc): every refused packet is built again at a later turn,
+/// with no ACK timeout and no retransmission, so the link carries each
+/// packet exactly once and the data arrives whole.
+#[test]
+fn full_transmit_queue_costs_no_retry() {
+    for txq in [1, 2, 5] {
+        let mut sim = pair(0, Faults::default(), |_| {});
+        sim.netem.txq = txq;
+        post_recv(&mut sim, 0, 1024);
+        post_recv(&mut sim, 1, 1024);
+        for id in 0..4u64 {
+            post(&mut sim, 0, write_b(id, 3 * MTU + 50, id * 1024));
+        }
+        post(&mut sim, 0, send(4, 3 * MTU));
+        post(&mut sim, 0, send(5, 3 * MTU));
+        run_until_quiet(&mut sim);
+        assert_eq!(statuses(&sim, 0, false), [WcStatus::Success; 6]);
+        assert_eq!(statuses(&sim, 1, true), [WcStatus::Success; 2]);
+        for id in 0..4u64 {
+            let got =
+                sim.nodes[1]
+                    .mem
+                    .slice(B_WRITE.0, B_WRITE.1 + id * 1024, 3 * MTU as usize + 50);
+            assert!(got.iter().all(|&b| b == 7), "WRITE {id} with txq {txq}");
+        }
+        for n in &sim.nodes {
+            let c = n.qp.counters();
+            assert_eq!(
+                (c.retries, c.timeouts, c.duplicates),
+                (0, 0, 0),
+                "txq {txq}"
+            );
+        }
+        // 4 WRITEs of 4 packets and 2 SENDs of 3, each sent once.
+        assert_eq!(sim.stats.sent_by[0], 22, "txq {txq}");
+        assert!(sim.nodes[0].tx.refused > 0, "txq {txq}: nothing refused");
+    }
+}
+
 #[test]
 fn rnr_exhaustion() {
     let mut sim = pair(0, Faults::default(), |c| {
@@ -820,6 +878,7 @@ fn netem_pair(seed: u64) -> Sim {
         reorder: 50_000,
         limit: 1000,
         rate_us: env_u64("RRXE_SIM_RATE_US").unwrap_or(20),
+        txq: 0,
     };
     sim
 }

@@ -41,6 +41,17 @@ const RESPONSES: usize = p::MAX_QP_RD_ATOM as usize + 2;
 const RX_BUDGET: usize = 64;
 /// Packets one run sends at most.
 const TX_BUDGET: usize = 64;
+/// After the net device's transmit queue refused a packet, the QP runs
+/// again this many microseconds later, doubled for each further run in a
+/// row that could send nothing (up to [`MAX_BACKOFF_SHIFT`] times).
+const BACKOFF_US: u64 = 20;
+/// Most doublings of [`BACKOFF_US`] (1.28 ms).
+const MAX_BACKOFF_SHIFT: u32 = 6;
+/// Runs in a row that could send nothing before the QP stops pausing for
+/// a full queue: its packets are then lost to it, and the ACK timer and
+/// the retry count decide, so a queue that never drains fails the QP
+/// instead of holding it forever.
+const MAX_STALLED_RUNS: u32 = 64;
 
 /// Queue storage the kernel allocates.
 pub(crate) struct HeapSlots<T>(KVVec<Option<T>>);
@@ -84,6 +95,9 @@ pub(crate) struct Conn {
     staging: Staging,
     /// The engine's counters as last added to the device's.
     counted: Counters,
+    /// Runs in a row that sent nothing because the transmit queue refused
+    /// their first packet (or memory was short).
+    stalled_runs: u32,
 }
 
 /// What [`Conn::new`] needs besides the engine's configuration.
@@ -122,6 +136,7 @@ impl Conn {
             dest_qpn,
             staging,
             counted: Counters::default(),
+            stalled_runs: 0,
         })
     }
 
@@ -161,13 +176,7 @@ impl Conn {
         } = self;
         let overflow = Cell::new(false);
         let mut comps = Completions::new(core, send_cq, recv_cq, *dest_qpn, path, &overflow);
-        let mut tx = Tx {
-            core,
-            path,
-            dest_qpn: *dest_qpn,
-            depth: 0,
-            cur: None,
-        };
+        let mut tx = Tx::new(core, path, *dest_qpn, 0, false);
         let mut mem = staging.memory(core.memory());
         let mut env = Env {
             now_us: now_us(),
@@ -240,21 +249,58 @@ impl CompletionSink for Completions<'_> {
 }
 
 /// Packets of one QP, built in socket buffers and sent along its path.
+///
+/// When the net device's transmit queue is full (or memory short), the
+/// engine is told the link is busy: it keeps the packet and builds it
+/// again at its next turn, which `serve` schedules a little later
+/// ([`BACKOFF_US`]), so a full queue costs a pause instead of an ACK timeout
+/// and a retransmission of everything in flight.
 struct Tx<'a> {
     core: &'a QpCore,
     path: &'a Path,
     dest_qpn: u32,
     depth: u8,
     cur: Option<Packet>,
+    /// The link may be reported busy (else a refused packet is lost).
+    may_refuse: bool,
+    /// A packet was refused, or not built for want of memory: this run
+    /// sends nothing more.
+    refused: bool,
+    /// A packet was sent (or lost) in this run.
+    sent_any: bool,
+}
+
+impl<'a> Tx<'a> {
+    fn new(core: &'a QpCore, path: &'a Path, dest_qpn: u32, depth: u8, may_refuse: bool) -> Self {
+        Self {
+            core,
+            path,
+            dest_qpn,
+            depth,
+            cur: None,
+            may_refuse,
+            refused: false,
+            sent_any: false,
+        }
+    }
 }
 
 impl TxSink for Tx<'_> {
     fn buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        if self.refused {
+            return None;
+        }
         self.cur = Packet::new(len);
+        if self.cur.is_none() {
+            self.refused = true;
+        }
         self.cur.as_mut().map(Packet::bytes)
     }
 
     fn buffer_by_ref(&mut self, len: usize, head: usize, payload: PayloadRef) -> Option<&mut [u8]> {
+        if self.refused {
+            return None;
+        }
         let mem = self.core.memory();
         self.cur = self
             .path
@@ -262,11 +308,20 @@ impl TxSink for Tx<'_> {
         self.cur.as_mut().map(Packet::bytes)
     }
 
-    fn commit(&mut self) {
-        if let Some(pkt) = self.cur.take() {
-            self.path
-                .send(&self.core.dp, pkt, self.dest_qpn, self.depth);
+    fn commit(&mut self) -> bool {
+        let Some(pkt) = self.cur.take() else {
+            return true;
+        };
+        if self
+            .path
+            .send(&self.core.dp, pkt, self.dest_qpn, self.depth)
+            || !self.may_refuse
+        {
+            self.sent_any = true;
+            return true;
         }
+        self.refused = true;
+        false
     }
 }
 
@@ -343,6 +398,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         dest_qpn,
         staging,
         counted,
+        stalled_runs,
     }) = conn.as_mut()
     else {
         // Not connected (RESET, INIT): nothing takes packets yet.
@@ -354,13 +410,8 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
     let dp = &core.dp;
     let now = now_us();
     let overflow = Cell::new(false);
-    let mut tx = Tx {
-        core,
-        path,
-        dest_qpn: *dest_qpn,
-        depth,
-        cur: None,
-    };
+    let may_refuse = *stalled_runs < MAX_STALLED_RUNS;
+    let mut tx = Tx::new(core, path, *dest_qpn, depth, may_refuse);
     let mut comps = Completions::new(core, send_cq, recv_cq, *dest_qpn, path, &overflow);
     // The engine's environment, lent anew after each change to `staging`.
     macro_rules! env {
@@ -479,6 +530,17 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
     }
     let sent = rc.poll_tx(&mut env, TX_BUDGET);
     dp.stats.absorb(rc.counters(), counted);
+    // A refused packet waits for the next run, after a pause that grows
+    // while nothing at all gets through.
+    if tx.sent_any {
+        *stalled_runs = 0;
+    } else if tx.refused {
+        *stalled_runs = stalled_runs.saturating_add(1);
+    }
+    let retry_at = tx.refused.then(|| {
+        let shift = (*stalled_runs).min(MAX_BACKOFF_SHIFT);
+        now.saturating_add(BACKOFF_US << shift)
+    });
     if rc.state() == QpState::Error {
         // The engine failed (retries exhausted, a fatal NAK, a lost
         // completion): the QP moves to the error state and what is left in
@@ -499,8 +561,9 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         }
         return Outcome::IDLE;
     }
+    let deadline = rc.next_deadline().unwrap_or(u64::MAX);
     Outcome {
-        deadline: rc.next_deadline().unwrap_or(u64::MAX),
+        deadline: retry_at.map_or(deadline, |r| deadline.min(r)),
         more: sent >= TX_BUDGET || received >= RX_BUDGET && core.packets_waiting(),
     }
 }

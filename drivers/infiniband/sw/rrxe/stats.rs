@@ -37,7 +37,7 @@ pub(crate) enum Counter {
     RnrRetryExceeded,
     /// Retransmissions started by the requester (timeouts, sequence NAKs).
     CompleterRetry,
-    /// Packets the network refused to send.
+    /// Packets the network refused to send (lost).
     SendErr,
     /// Times the port went down.
     LinkDowned,
@@ -59,10 +59,13 @@ pub(crate) enum Counter {
     /// Packets sent with their payload taken from user pages by reference
     /// instead of copied (to a QP of the same device).
     ZeroCopyPkts,
+    /// Packets the net device's transmit queue refused because it was full:
+    /// a connected QP pauses and sends them again, a datagram is lost.
+    SendQueueFull,
 }
 
 /// Number of counters.
-pub(crate) const NUM: usize = Counter::ZeroCopyPkts as usize + 1;
+pub(crate) const NUM: usize = Counter::SendQueueFull as usize + 1;
 
 /// Their names, indexed by [`Counter`].
 pub(crate) static NAMES: [CounterDesc; NUM] = [
@@ -87,6 +90,7 @@ pub(crate) static NAMES: [CounterDesc; NUM] = [
     CounterDesc::new(c"rcvd_hdr_err"),
     CounterDesc::new(c"rcvd_no_qp"),
     CounterDesc::new(c"zero_copy_pkts"),
+    CounterDesc::new(c"send_queue_full"),
 ];
 
 /// The counters of one device.

@@ -189,9 +189,12 @@ impl Path {
 
     /// Sends `pkt` to the QP `dest_qpn` at the other end. `depth` is how
     /// deep the caller is in QP runs nested by local delivery (0 when the
-    /// caller runs on its own). A packet that cannot be sent is lost, as
-    /// on a wire; the protocol recovers.
-    pub(crate) fn send(&self, dp: &Datapath, mut pkt: Packet, dest_qpn: u32, depth: u8) {
+    /// caller runs on its own). Returns `false` if the net device's
+    /// transmit queue was full (`send_queue_full`): the packet was not
+    /// sent, and the caller may send it again later. Any other packet that
+    /// cannot be sent is lost, as on a wire; the protocol recovers.
+    #[must_use]
+    pub(crate) fn send(&self, dp: &Datapath, mut pkt: Packet, dest_qpn: u32, depth: u8) -> bool {
         let opcode = pkt.bytes().first().copied().unwrap_or(0);
         let mut skb = pkt.skb;
         let len = skb.len() as u64;
@@ -199,14 +202,17 @@ impl Path {
             // Headers for the receiver to read, in front of its data.
             let hlen = self.ep.header_len();
             let Some(hdr) = skb.push(hlen) else {
-                return dp.stats.inc(Counter::SendErr);
+                dp.stats.inc(Counter::SendErr);
+                return true;
             };
             if self.ep.write_headers(hdr, len as usize).is_err() {
-                return dp.stats.inc(Counter::SendErr);
+                dp.stats.inc(Counter::SendErr);
+                return true;
             }
             skb.reset_network_header();
             if !skb.pull(hlen) {
-                return dp.stats.inc(Counter::SendErr);
+                dp.stats.inc(Counter::SendErr);
+                return true;
             }
             dp.stats.inc(Counter::SentPkts);
             dp.stats.add(Counter::SentBytes, len);
@@ -222,7 +228,8 @@ impl Path {
             } else {
                 depth.saturating_add(1)
             };
-            return dp.deliver(dest_qpn, skb, depth);
+            dp.deliver(dest_qpn, skb, depth);
+            return true;
         }
         let seal = |p: &mut [u8]| icrc::fill_ip_packet(&mut crc32, p).map_err(|_| EINVAL);
         let res = route::send(
@@ -237,8 +244,16 @@ impl Path {
             Ok(()) => {
                 dp.stats.inc(Counter::SentPkts);
                 dp.stats.add(Counter::SentBytes, len);
+                true
             }
-            Err(_) => dp.stats.inc(Counter::SendErr),
+            Err(e) if e == ENOBUFS => {
+                dp.stats.inc(Counter::SendQueueFull);
+                false
+            }
+            Err(_) => {
+                dp.stats.inc(Counter::SendErr);
+                true
+            }
         }
     }
 }

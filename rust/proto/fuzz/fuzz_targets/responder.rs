@@ -52,9 +52,10 @@ impl TxSink for Tx {
         self.buf.resize(len, 0);
         Some(&mut self.buf)
     }
-    fn commit(&mut self) {
+    fn commit(&mut self) -> bool {
         parse(&self.buf).expect("the QP emitted a packet that does not parse");
         self.sent += 1;
+        true
     }
 }
 

@@ -213,8 +213,13 @@ pub trait TxSink {
         let _ = (len, head, payload);
         None
     }
-    /// Send the packet most recently written to [`TxSink::buffer`].
-    fn commit(&mut self);
+    /// Send the packet most recently written to [`TxSink::buffer`]; `false`
+    /// if the link refused it (its transmit queue is full): the packet was
+    /// not sent, and the engine builds it again at a later turn, as after a
+    /// [`TxSink::buffer`] that returned `None`. A sink that refuses a packet
+    /// owes its QP a later turn; one that may drop it instead returns
+    /// `true`, and the protocol's timers recover it.
+    fn commit(&mut self) -> bool;
 }
 
 /// Where completions go.

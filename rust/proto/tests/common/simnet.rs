@@ -215,6 +215,13 @@ pub struct SimTx {
     /// Committed packets whose payloads are still to be read: (index in
     /// `out`, offset, where it lies).
     refs: Vec<(usize, usize, PayloadRef)>,
+    /// Packets the transmit queue still takes in this turn (`None`: no
+    /// limit); a commit beyond them is refused, as a full qdisc refuses.
+    pub room: Option<usize>,
+    /// Commits refused in this turn.
+    pub refused_now: u64,
+    /// Commits refused in all.
+    pub refused: u64,
 }
 
 impl SimTx {
@@ -252,11 +259,21 @@ impl TxSink for SimTx {
         self.next_ref = Some((head, payload));
         Some(&mut self.scratch[..head])
     }
-    fn commit(&mut self) {
+    fn commit(&mut self) -> bool {
+        if let Some(room) = self.room.as_mut() {
+            if *room == 0 {
+                self.next_ref = None;
+                self.refused_now += 1;
+                self.refused += 1;
+                return false;
+            }
+            *room -= 1;
+        }
         if let Some((off, p)) = self.next_ref.take() {
             self.refs.push((self.out.len(), off, p));
         }
         self.out.push(std::mem::take(&mut self.scratch));
+        true
     }
 }
 
@@ -332,7 +349,14 @@ pub struct Netem {
     /// transmit rate; 0: no limit). A node sends again only once its link
     /// has sent what it sent before.
     pub rate_us: u64,
+    /// Packets a node's transmit queue takes per turn (0: no limit); it
+    /// refuses the rest ([`TxSink::commit`] returns false), and the node
+    /// gets another turn [`TXQ_RETRY_US`] later, as the driver's QP does.
+    pub txq: usize,
 }
+
+/// How soon a node whose packet was refused gets its next turn.
+pub const TXQ_RETRY_US: u64 = 20;
 
 #[derive(Default, Debug)]
 pub struct LinkStats {
@@ -442,7 +466,14 @@ impl Sim {
             if self.netem.rate_us > 0 && self.free_at[from] > now {
                 continue;
             }
+            let tx = &mut self.nodes[from].tx;
+            tx.room = (self.netem.txq > 0).then_some(self.netem.txq);
+            tx.refused_now = 0;
             self.nodes[from].with(now, |qp, env| qp.poll_tx(env, 32));
+            if self.trace && self.nodes[from].tx.refused_now > 0 {
+                let n = self.nodes[from].tx.refused_now;
+                eprintln!("{:>9} {from}> transmit queue full: {n} refused", self.now);
+            }
             let out = std::mem::take(&mut self.nodes[from].tx.out);
             for p in out {
                 self.stats.sent += 1;
@@ -554,7 +585,13 @@ impl Sim {
         let next_timer = self.nodes.iter().filter_map(|n| n.qp.next_deadline()).min();
         // A busy link becoming free lets its node send again.
         let next_free = self.free_at.iter().copied().filter(|&f| f > self.now).min();
-        let Some(t) = [next_pkt.map(|x| x.0), next_timer, next_free]
+        // A node whose transmit queue refused a packet tries again soon.
+        let next_retry = self
+            .nodes
+            .iter()
+            .any(|n| n.tx.refused_now > 0)
+            .then_some(self.now + TXQ_RETRY_US);
+        let Some(t) = [next_pkt.map(|x| x.0), next_timer, next_free, next_retry]
             .into_iter()
             .flatten()
             .min()

@@ -30,7 +30,8 @@ impl Body<'_> {
 /// Why a packet was not sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum EmitFail {
-    /// The sink has no buffer now: try again later.
+    /// The sink has no buffer now, or refused the packet: try again
+    /// later.
     Busy,
     /// The headers and payload length do not make a packet.
     Build,
@@ -46,8 +47,7 @@ pub(crate) fn emit(env: &mut Env<'_>, hdr: &Headers, body: Body<'_>) -> Result<(
         if plen > 0 {
             if let Some(buf) = env.tx.buffer_by_ref(len, head, p) {
                 hdr.emit_headers(buf, plen).map_err(|_| EmitFail::Build)?;
-                env.tx.commit();
-                return Ok(());
+                return commit(env);
             }
         }
     }
@@ -73,6 +73,14 @@ pub(crate) fn emit(env: &mut Env<'_>, hdr: &Headers, body: Body<'_>) -> Result<(
             }
         }
     }
-    env.tx.commit();
-    Ok(())
+    commit(env)
+}
+
+/// Sends the packet just built; a refusal is [`EmitFail::Busy`].
+fn commit(env: &mut Env<'_>) -> Result<(), EmitFail> {
+    if env.tx.commit() {
+        Ok(())
+    } else {
+        Err(EmitFail::Busy)
+    }
 }
