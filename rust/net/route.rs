@@ -193,10 +193,11 @@ impl Drop for Route {
 /// IP layer, over `route`'s cached route or, without one, a route looked up
 /// for this packet alone. Callable in any context but hard interrupts.
 ///
-/// `ENOBUFS` means the packet was not sent because a queue on the way was
-/// full (the qdisc dropped it: `NET_XMIT_DROP` or `NET_XMIT_CN`) or memory
-/// was short: the caller may send it again a little later. Any other error
-/// is not transient.
+/// `ENOBUFS` means a queue on the way was full (the qdisc returned
+/// `NET_XMIT_DROP`, or `NET_XMIT_CN`: congestion, this packet or another
+/// dropped) or memory was short: the packet was most likely not sent, and
+/// the caller may send it again a little later (at worst a duplicate, which
+/// the receiver discards). Any other error is not transient.
 pub fn send(
     route: Option<&Route>,
     netdev: &NetDevice,
@@ -345,9 +346,8 @@ impl Output {
 }
 
 /// `ip_local_out`'s result: negative errors, or positive `NET_XMIT_*` codes
-/// of which only success counts as sent; a qdisc that dropped the packet
-/// (`NET_XMIT_DROP`, or `NET_XMIT_CN` for congestion) is `ENOBUFS`, a full
-/// queue.
+/// of which only success counts as sent; a qdisc's drop (`NET_XMIT_DROP`)
+/// or congestion notice (`NET_XMIT_CN`) is `ENOBUFS`, a full queue.
 fn output_result(ret: c_int) -> Result {
     match ret {
         0 => Ok(()),
