@@ -313,7 +313,7 @@ fn run_seed(seed: u64) -> Outcome {
                     steps,
                     completions: n_wrs,
                     retry_exhausted: true,
-                    refused: sim.nodes.iter().map(|n| n.tx.refused).sum(),
+                    refused: sim.refused(),
                 };
             }
             if wc.wr_id != send_checked as u64 || wc.status != WcStatus::Success {
@@ -442,7 +442,7 @@ fn run_seed(seed: u64) -> Outcome {
         steps,
         completions: n_wrs + recv_msgs.len(),
         retry_exhausted: false,
-        refused: sim.nodes.iter().map(|n| n.tx.refused).sum(),
+        refused: sim.refused(),
     }
 }
 

@@ -187,6 +187,22 @@ impl Path {
         self.ep.is_reply(skb.network_header())
     }
 
+    /// Writes the IP and UDP headers of a packet for a QP of this device
+    /// in front of `skb`'s data (its `len` bytes from the BTH on), for the
+    /// receiver to read, and leaves the data where it starts; `false` if
+    /// they cannot be written.
+    fn local_headers(&self, skb: &mut SkBuff, len: usize) -> bool {
+        let hlen = self.ep.header_len();
+        let Some(hdr) = skb.push(hlen) else {
+            return false;
+        };
+        if self.ep.write_headers(hdr, len).is_err() {
+            return false;
+        }
+        skb.reset_network_header();
+        skb.pull(hlen)
+    }
+
     /// Sends `pkt` to the QP `dest_qpn` at the other end. `depth` is how
     /// deep the caller is in QP runs nested by local delivery (0 when the
     /// caller runs on its own). Returns `false` if the net device's
@@ -199,18 +215,7 @@ impl Path {
         let mut skb = pkt.skb;
         let len = skb.len() as u64;
         if self.local {
-            // Headers for the receiver to read, in front of its data.
-            let hlen = self.ep.header_len();
-            let Some(hdr) = skb.push(hlen) else {
-                dp.stats.inc(Counter::SendErr);
-                return true;
-            };
-            if self.ep.write_headers(hdr, len as usize).is_err() {
-                dp.stats.inc(Counter::SendErr);
-                return true;
-            }
-            skb.reset_network_header();
-            if !skb.pull(hlen) {
+            if !self.local_headers(&mut skb, len as usize) {
                 dp.stats.inc(Counter::SendErr);
                 return true;
             }

@@ -578,6 +578,11 @@ impl Sim {
         node.mem.frags.clear();
     }
 
+    /// Packets the nodes' transmit queues refused (see [`Netem::txq`]).
+    pub fn refused(&self) -> u64 {
+        self.nodes.iter().map(|n| n.tx.refused).sum()
+    }
+
     /// Advance to the next event. Returns false when nothing is pending.
     pub fn step(&mut self) -> bool {
         self.pump();

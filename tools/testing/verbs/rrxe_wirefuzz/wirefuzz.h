@@ -111,7 +111,6 @@ struct pkt {
 	size_t eff_len;		/* if not 0: bytes the receiver keeps (UDP length < IP) */
 };
 
-uint32_t crc32_le(uint32_t crc, const void *p, size_t n);
 /*
  * The RoCE v2 ICRC of a whole IPv4 packet `ip` of `len` bytes whose last four
  * bytes are the ICRC: returns the four bytes as they go on the wire.
