@@ -24,6 +24,10 @@ PERF="env LD_LIBRARY_PATH=/rrxe/perf/lib /rrxe/perf/perf"
 profile() {
     $PERF report -i "$3" --stdio --sort dso --percent-limit 1 2>/dev/null |
         grep -v '^#' | grep -v '^$' | head -15 | sed "s/^/BENCH-PROFILE $1 $2 dso /"
+    # By process and DSO: which process (the client, whose system calls run
+    # rrxe; the server, spinning on its CQ; the kernel's workers) spent what.
+    $PERF report -i "$3" --stdio --sort pid,dso --percent-limit 1 2>/dev/null |
+        grep -v '^#' | grep -v '^$' | head -20 | sed "s/^/BENCH-PROFILE $1 $2 pid /"
     $PERF report -i "$3" --stdio --sort sym --percent-limit 0.8 2>/dev/null |
         grep -v '^#' | grep -v '^$' | head -40 | sed "s/^/BENCH-PROFILE $1 $2 sym /"
     # The driver module's own symbols, as shares of its samples.
