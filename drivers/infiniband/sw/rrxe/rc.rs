@@ -16,7 +16,7 @@ use crate::{
     proto::{
         opcode::mask, Access, AtomicResult, Buffers, CompletionSink, Counters, Env, MemoryAccess,
         NakCode, PayloadRef, QpConfig, QpState, RecvWr, RemoteAccess, Response, SendWqe, SendWr,
-        Slots, Storage, Transport, TxSink, WcOpcode, WcStatus, WorkCompletion,
+        Slots, Stall, Storage, Transport, TxSink, WcOpcode, WcStatus, WorkCompletion,
     },
     rdma::{bindings as b, driver::CqRef},
     recv::with_packet,
@@ -41,17 +41,6 @@ const RESPONSES: usize = p::MAX_QP_RD_ATOM as usize + 2;
 const RX_BUDGET: usize = 64;
 /// Packets one run sends at most.
 const TX_BUDGET: usize = 64;
-/// After the net device's transmit queue refused a packet, the QP runs
-/// again this many microseconds later, doubled for each further run in a
-/// row that could send nothing (up to [`MAX_BACKOFF_SHIFT`] times).
-const BACKOFF_US: u64 = 20;
-/// Most doublings of [`BACKOFF_US`] (1.28 ms).
-const MAX_BACKOFF_SHIFT: u32 = 6;
-/// Runs in a row that could send nothing before the QP stops pausing for
-/// a full queue: its packets are then lost to it, and the ACK timer and
-/// the retry count decide, so a queue that never drains fails the QP
-/// instead of holding it forever.
-const MAX_STALLED_RUNS: u32 = 64;
 
 /// Queue storage the kernel allocates.
 pub(crate) struct HeapSlots<T>(KVVec<Option<T>>);
@@ -95,9 +84,8 @@ pub(crate) struct Conn {
     staging: Staging,
     /// The engine's counters as last added to the device's.
     counted: Counters,
-    /// Runs in a row that sent nothing because the transmit queue refused
-    /// their first packet (or memory was short).
-    stalled_runs: u32,
+    /// Pauses for a full transmit queue.
+    stall: Stall,
 }
 
 /// What [`Conn::new`] needs besides the engine's configuration.
@@ -136,7 +124,7 @@ impl Conn {
             dest_qpn,
             staging,
             counted: Counters::default(),
-            stalled_runs: 0,
+            stall: Stall::default(),
         })
     }
 
@@ -253,7 +241,7 @@ impl CompletionSink for Completions<'_> {
 /// When the net device's transmit queue is full (or memory short), the
 /// engine is told the link is busy: it keeps the packet and builds it
 /// again at its next turn, which `serve` schedules a little later
-/// ([`BACKOFF_US`]), so a full queue costs a pause instead of an ACK timeout
+/// ([`Stall`]), so a full queue costs a pause instead of an ACK timeout
 /// and a retransmission of everything in flight.
 struct Tx<'a> {
     core: &'a QpCore,
@@ -398,7 +386,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         dest_qpn,
         staging,
         counted,
-        stalled_runs,
+        stall,
     }) = conn.as_mut()
     else {
         // Not connected (RESET, INIT): nothing takes packets yet.
@@ -410,7 +398,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
     let dp = &core.dp;
     let now = now_us();
     let overflow = Cell::new(false);
-    let may_refuse = *stalled_runs < MAX_STALLED_RUNS;
+    let may_refuse = stall.may_pause(|| now);
     let mut tx = Tx::new(core, path, *dest_qpn, depth, may_refuse);
     let mut comps = Completions::new(core, send_cq, recv_cq, *dest_qpn, path, &overflow);
     // The engine's environment, lent anew after each change to `staging`.
@@ -530,17 +518,9 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
     }
     let sent = rc.poll_tx(&mut env, TX_BUDGET);
     dp.stats.absorb(rc.counters(), counted);
-    // A refused packet waits for the next run, after a pause that grows
-    // while nothing at all gets through.
-    if tx.sent_any {
-        *stalled_runs = 0;
-    } else if tx.refused {
-        *stalled_runs = stalled_runs.saturating_add(1);
-    }
-    let retry_at = tx.refused.then(|| {
-        let shift = (*stalled_runs).min(MAX_BACKOFF_SHIFT);
-        now.saturating_add(BACKOFF_US << shift)
-    });
+    // A refused packet waits for the next run, which the timer brings
+    // after a pause that grows while nothing at all gets through.
+    let retry_at = stall.end_try(|| now, tx.sent_any, tx.refused);
     if rc.state() == QpState::Error {
         // The engine failed (retries exhausted, a fatal NAK, a lost
         // completion): the QP moves to the error state and what is left in

@@ -5,6 +5,7 @@
 //! * [`psn`]: 24-bit PSN/MSN arithmetic, AETH syndromes, RNR timers.
 //! * [`verbs`], [`env`], [`qp`]: the RC requester, completer and
 //!   responder, driven through environment traits without allocation.
+//! * [`stall`]: how long a QP waits for a full transmit queue.
 //!
 //! Only `core` is used; no code here may panic on any input.
 #![forbid(unsafe_code)]
@@ -37,6 +38,7 @@ pub mod packet;
 pub mod payload;
 pub mod psn;
 pub mod qp;
+pub mod stall;
 pub mod verbs;
 
 pub use env::{
@@ -55,5 +57,6 @@ pub use qp::{
     ArrayQp, Arrays, AtomicResult, Buffers, Counters, Qp, QpConfig, QpError, QpState, RemoteAccess,
     Response, SendWqe, Slots, Storage,
 };
+pub use stall::Stall;
 pub use verbs::{LocalOp, MwBind, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOp};
 pub use wire::HeaderRepr;

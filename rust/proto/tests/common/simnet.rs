@@ -218,6 +218,8 @@ pub struct SimTx {
     /// Packets the transmit queue still takes in this turn (`None`: no
     /// limit); a commit beyond them is refused, as a full qdisc refuses.
     pub room: Option<usize>,
+    /// Commits the queue took in this turn.
+    pub sent_now: u64,
     /// Commits refused in this turn.
     pub refused_now: u64,
     /// Commits refused in all.
@@ -273,6 +275,7 @@ impl TxSink for SimTx {
             self.refs.push((self.out.len(), off, p));
         }
         self.out.push(std::mem::take(&mut self.scratch));
+        self.sent_now += 1;
         true
     }
 }
@@ -299,6 +302,8 @@ pub struct Node {
     pub mem: SimMem,
     pub tx: SimTx,
     pub cq: SimCq,
+    /// Pauses for a full transmit queue, as the driver's.
+    pub stall: Stall,
 }
 
 impl Node {
@@ -308,11 +313,14 @@ impl Node {
             mem: SimMem::default(),
             tx: SimTx::default(),
             cq: SimCq::default(),
+            stall: Stall::default(),
         }
     }
     /// Run `f` with an [`Env`] over this node's parts.
     pub fn with<R>(&mut self, now: u64, f: impl FnOnce(&mut SimQp, &mut Env<'_>) -> R) -> R {
-        let Node { qp, mem, tx, cq } = self;
+        let Node {
+            qp, mem, tx, cq, ..
+        } = self;
         let mut env = Env {
             now_us: now,
             mem,
@@ -351,12 +359,9 @@ pub struct Netem {
     pub rate_us: u64,
     /// Packets a node's transmit queue takes per turn (0: no limit); it
     /// refuses the rest ([`TxSink::commit`] returns false), and the node
-    /// gets another turn [`TXQ_RETRY_US`] later, as the driver's QP does.
+    /// pauses as the driver's QP does ([`Stall`]).
     pub txq: usize,
 }
-
-/// How soon a node whose packet was refused gets its next turn.
-pub const TXQ_RETRY_US: u64 = 20;
 
 #[derive(Default, Debug)]
 pub struct LinkStats {
@@ -466,13 +471,18 @@ impl Sim {
             if self.netem.rate_us > 0 && self.free_at[from] > now {
                 continue;
             }
-            let tx = &mut self.nodes[from].tx;
+            let node = &mut self.nodes[from];
+            let tx = &mut node.tx;
             tx.room = (self.netem.txq > 0).then_some(self.netem.txq);
             tx.refused_now = 0;
-            self.nodes[from].with(now, |qp, env| qp.poll_tx(env, 32));
-            if self.trace && self.nodes[from].tx.refused_now > 0 {
-                let n = self.nodes[from].tx.refused_now;
-                eprintln!("{:>9} {from}> transmit queue full: {n} refused", self.now);
+            tx.sent_now = 0;
+            node.with(now, |qp, env| qp.poll_tx(env, 32));
+            let tx = &node.tx;
+            node.stall
+                .end_try(|| now, tx.sent_now > 0, tx.refused_now > 0);
+            if self.trace && tx.refused_now > 0 {
+                let n = tx.refused_now;
+                eprintln!("{now:>9} {from}> transmit queue full: {n} refused");
             }
             let out = std::mem::take(&mut self.nodes[from].tx.out);
             for p in out {
@@ -590,12 +600,14 @@ impl Sim {
         let next_timer = self.nodes.iter().filter_map(|n| n.qp.next_deadline()).min();
         // A busy link becoming free lets its node send again.
         let next_free = self.free_at.iter().copied().filter(|&f| f > self.now).min();
-        // A node whose transmit queue refused a packet tries again soon.
+        // A node whose transmit queue refused a packet tries again by
+        // itself when its pause ends (and at any turn before).
         let next_retry = self
             .nodes
             .iter()
-            .any(|n| n.tx.refused_now > 0)
-            .then_some(self.now + TXQ_RETRY_US);
+            .filter_map(|n| n.stall.retry_at())
+            .filter(|&t| t > self.now)
+            .min();
         let Some(t) = [next_pkt.map(|x| x.0), next_timer, next_free, next_retry]
             .into_iter()
             .flatten()
