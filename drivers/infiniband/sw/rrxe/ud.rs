@@ -10,13 +10,13 @@ use crate::{
     cq::{complete_or_report, complete_or_report_received, Arrival},
     datapath::Datapath,
     device::RrxeDev,
-    exec::{Live, Outcome, QpCore, QpInfo},
+    exec::{now_us, Live, Outcome, QpCore, QpInfo},
     net::skb::SkBuff,
     proto::{
         headers::{BthRepr, DethRepr},
         icrc::IpHeader,
         opcode::{mask, ud as ud_op},
-        Access, Headers, MemoryAccess, Packet, Payload, Psn,
+        Access, Headers, MemoryAccess, Packet, Payload, Psn, Stall,
     },
     qp::take_recv,
     queue::Queue,
@@ -43,12 +43,17 @@ const TX_BUDGET: usize = 64;
 /// Per-QP state of a UD or GSI QP from RTR on.
 pub(crate) struct Ud {
     psn: u32,
+    /// Pauses for a full transmit queue.
+    stall: Stall,
 }
 
 impl Ud {
     /// Fresh state.
     pub(crate) fn new() -> Self {
-        Self { psn: 0 }
+        Self {
+            psn: 0,
+            stall: Stall::default(),
+        }
     }
 }
 
@@ -100,11 +105,15 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         }
     }
     let mut sent = 0usize;
+    let mut retry_at = None;
     match attrs.0.qp_state {
         b::ib_qp_state_IB_QPS_RTS => {
-            let failed;
-            (sent, failed) = send_all(&qp, ud, sq, dp, &mut mem, depth);
-            if failed {
+            let run = send_all(&qp, ud, sq, dp, &mut mem, depth);
+            sent = run.taken;
+            // A datagram the queue refused waits at the head of the send
+            // queue for the next run, which the timer brings after a pause.
+            retry_at = ud.stall.end_try(now_us, run.taken > 0, run.refused);
+            if run.failed {
                 // A send completed in error: the send queue stops (SQE) and
                 // the requests after it are flushed; receives go on.
                 attrs.0.qp_state = b::ib_qp_state_IB_QPS_SQE;
@@ -118,7 +127,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         _ => {}
     }
     Outcome {
-        deadline: u64::MAX,
+        deadline: retry_at.unwrap_or(u64::MAX),
         more: sent >= TX_BUDGET || received >= RX_BUDGET && core.packets_waiting(),
     }
 }
@@ -161,8 +170,19 @@ fn completion(qp: &UdQp<'_>, wr_id: u64, status: u32, opcode: u32) -> b::ib_uver
     }
 }
 
-/// Sends the WQEs waiting in `sq`, at most [`TX_BUDGET`]; returns how many,
-/// and whether one completed in error (the send queue then stops).
+/// What one [`send_all`] did.
+struct SendRun {
+    /// WQEs taken off the send queue.
+    taken: usize,
+    /// One completed in error: the send queue stops.
+    failed: bool,
+    /// The transmit queue refused a datagram, which waits at the head of
+    /// the send queue.
+    refused: bool,
+}
+
+/// Sends the WQEs waiting in `sq`, at most [`TX_BUDGET`], until one
+/// completes in error or the transmit queue refuses one.
 fn send_all(
     qp: &UdQp<'_>,
     ud: &mut Ud,
@@ -170,12 +190,14 @@ fn send_all(
     dp: &Datapath,
     mem: &mut dyn MemoryAccess,
     depth: u8,
-) -> (usize, bool) {
+) -> SendRun {
     let mut buf = wqe::SendCopy::new();
-    let mut n = 0usize;
-    while n < TX_BUDGET && wqe::peek_send(sq, &mut buf) {
-        sq.advance();
-        n = n.saturating_add(1);
+    let mut run = SendRun {
+        taken: 0,
+        failed: false,
+        refused: false,
+    };
+    while run.taken < TX_BUDGET && wqe::peek_send(sq, &mut buf) {
         let (wr_id, result) = match wqe::ud_send(
             buf.bytes(),
             qp.info.sq_sig_all,
@@ -184,13 +206,20 @@ fn send_all(
         ) {
             Ok(w) => (
                 w.wr_id,
-                send_one(qp, ud, dp, mem, &w, depth).map(|()| w.signaled),
+                send_one(qp, ud, dp, mem, &w, depth).map(|went| (went, w.signaled)),
             ),
             Err(bad) => (bad.wr_id, Err(b::ib_wc_status_IB_WC_LOC_QP_OP_ERR)),
         };
+        if matches!(result, Ok((false, _))) && ud.stall.may_pause(now_us) {
+            // Left in the ring: the next run builds it again.
+            run.refused = true;
+            break;
+        }
+        sq.advance();
+        run.taken = run.taken.saturating_add(1);
         let status = match result {
-            Ok(false) => continue,
-            Ok(true) => b::ib_wc_status_IB_WC_SUCCESS,
+            Ok((_, false)) => continue,
+            Ok((_, true)) => b::ib_wc_status_IB_WC_SUCCESS,
             Err(status) => status,
         };
         // UD has nothing to stop when a completion is lost: the event says it.
@@ -201,16 +230,18 @@ fn send_all(
             false,
         );
         if status != b::ib_wc_status_IB_WC_SUCCESS {
-            return (n, true);
+            run.failed = true;
+            break;
         }
     }
-    (n, false)
+    run
 }
 
-/// Builds and sends the packet of one WQE; the error is a completion status.
-/// Every SGE is checked before the packet is built. A message longer than
-/// the port's MTU is not sent and not reported as an error (IB spec
-/// C10-93.1.1, as rxe does).
+/// Builds and sends the packet of one WQE; returns `false` if the transmit
+/// queue refused it or no memory could hold it (the datagram was not sent),
+/// and the error is a completion status. Every SGE is checked before the
+/// packet is built. A message longer than the port's MTU is not sent and
+/// not reported as an error (IB spec C10-93.1.1, as rxe does).
 fn send_one(
     qp: &UdQp<'_>,
     ud: &mut Ud,
@@ -218,7 +249,7 @@ fn send_one(
     mem: &mut dyn MemoryAccess,
     w: &wqe::UdSend<'_>,
     depth: u8,
-) -> Result<(), u32> {
+) -> Result<bool, u32> {
     let op_err = b::ib_wc_status_IB_WC_LOC_QP_OP_ERR;
     let prot_err = b::ib_wc_status_IB_WC_LOC_PROT_ERR;
     let len_err = b::ib_wc_status_IB_WC_LOC_LEN_ERR;
@@ -239,7 +270,7 @@ fn send_one(
         }
     };
     if len > port_mtu(dp) {
-        return Ok(());
+        return Ok(true);
     }
     let sport = crate::rdma::attr::roce_udp_sport(info.flow_label, qp.info.qpn, w.remote_qpn);
     let path = Path::new(dp, &info, sport, false).map_err(|_| op_err)?;
@@ -266,9 +297,8 @@ fn send_one(
     });
     hdr.imm = w.imm;
     let roce_len = hdr.packet_len(len).map_err(|_| len_err)?;
-    // Without memory for the packet, the datagram is lost (as UD allows).
     let Some(mut pkt) = xmit::Packet::new(roce_len) else {
-        return Ok(());
+        return Ok(false);
     };
     let roce = pkt.bytes();
     let off = hdr.emit(roce, len).map_err(|_| len_err)?;
@@ -289,11 +319,11 @@ fn send_one(
             }
         }
     }
+    if !path.send(dp, pkt, w.remote_qpn, depth) {
+        return Ok(false);
+    }
     ud.psn = ud.psn.wrapping_add(1) & 0x00ff_ffff;
-    // Unreliable: a datagram the full queue refused is lost, as one the
-    // network drops.
-    let _ = path.send(dp, pkt, w.remote_qpn, depth);
-    Ok(())
+    Ok(true)
 }
 
 /// The port's MTU in bytes (the IB MTU its net device's MTU allows), which

@@ -300,6 +300,11 @@ counters() {
     done
 }
 
+# hw_counter NAME [DEV]: the value of one of the device's port 1 hw_counters.
+hw_counter() {
+    cat "/sys/class/infiniband/${2:-$RRXE_DEV}/ports/1/hw_counters/$1"
+}
+
 # show_counters [DEV]: print the device's non-zero hw_counters (retries, drops ...).
 show_counters() {
     counters "${1:-$RRXE_DEV}" | awk '$2 != "0" { print "  counter " $1 " = " $2 }'
