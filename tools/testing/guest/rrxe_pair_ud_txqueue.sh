@@ -30,12 +30,8 @@ wait_for_peer_ping 60
 retry_connect 60 ud-client timeout 150 ib_send_bw $args "$RRXE_PEER_IP4"
 rc=$?
 show_counters
-tc -s qdisc show dev "$RRXE_NETDEV" > /tmp/qdisc-stats.txt
-sed "s/^/  tc| /" /tmp/qdisc-stats.txt
+netem_report
 [ $rc = 0 ] || fail "ib_send_bw client rc=$rc"
 check_perftest /tmp/ud-client.out
-full=$(hw_counter send_queue_full)
-dropped=$(sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' /tmp/qdisc-stats.txt | head -1)
-[ "${dropped:-0}" -gt 0 ] || fail "netem dropped nothing: the queue never filled"
-[ "$full" -gt 0 ] || fail "send_queue_full is 0, but netem dropped $dropped packets"
-log "the full queue refused $full datagrams; $ITERS went: $(awk '/#bytes/ {getline; print}' /tmp/ud-client.out)"
+queue_refused
+log "the full queue refused $REFUSED datagrams; $ITERS went: $(awk '/#bytes/ {getline; print}' /tmp/ud-client.out)"

@@ -39,10 +39,25 @@ netem_report() {
         "rx_packets=$(cat /sys/class/net/eth0/statistics/rx_packets)" \
         "rx_dropped=$(cat /sys/class/net/eth0/statistics/rx_dropped)"
     grep -q ' loss ' /tmp/qdisc.txt || return 0
-    dropped=$(sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' /tmp/qdisc-stats.txt | head -1)
+    dropped=$(netem_dropped)
     [ -n "$dropped" ] || fail "no drop count in tc -s qdisc"
     [ "$dropped" -gt 0 ] || fail "netem dropped no packets: the link was not lossy"
     log "netem dropped $dropped packets on this guest's egress"
+}
+
+# netem_dropped: the packets netem dropped, from netem_report's statistics.
+netem_dropped() {
+    sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' /tmp/qdisc-stats.txt | head -1
+}
+
+# queue_refused: after netem_report, fail unless netem refused packets (a short
+# queue filled) and rrxe's send_queue_full counted refusals; sets REFUSED to it.
+queue_refused() {
+    local dropped
+    dropped=$(netem_dropped)
+    REFUSED=$(hw_counter send_queue_full)
+    [ "${dropped:-0}" -gt 0 ] || fail "netem dropped nothing: the queue never filled"
+    [ "$REFUSED" -gt 0 ] || fail "send_queue_full is 0, but netem dropped $dropped packets"
 }
 
 # xfer_params: rrxe_xfer's sizes from the kernel command line, into XFER_ARGS,
