@@ -577,6 +577,21 @@ fn write_b(id: u64, len: u32, off: u64) -> SendWr {
     w
 }
 
+/// An RDMA WRITE of `len` bytes from A's region 0x30 at 0x70_0000 to B's
+/// region 0x31 at 0x80_0000 (the long-message tests add both).
+fn write_long(id: u64, len: u32) -> SendWr {
+    let mut w = send(id, len);
+    w.op = WrOp::Write;
+    w.sge = Sge {
+        addr: 0x70_0000,
+        length: len,
+        lkey: 0x30,
+    };
+    w.remote_addr = 0x80_0000;
+    w.rkey = 0x31;
+    w
+}
+
 /// A FETCH_ADD of `add` on B's atomic word, the original value to A's
 /// destination region at `dst`.
 fn fetch_add_b(id: u64, add: u64, dst: u64) -> SendWr {
@@ -909,16 +924,7 @@ fn lossy_netem_link() {
             .add(0x32, 0x90_0000, vec![0; LEN as usize], false);
         let mut ops = Vec::new();
         for id in 0..DEPTH {
-            let mut w = send(id, LEN);
-            w.op = WrOp::Write;
-            w.sge = Sge {
-                addr: 0x70_0000,
-                length: LEN,
-                lkey: 0x30,
-            };
-            w.remote_addr = 0x80_0000;
-            w.rkey = 0x31;
-            ops.push(w);
+            ops.push(write_long(id, LEN));
         }
         for id in DEPTH..2 * DEPTH {
             ops.push(read_b(id, LEN));
@@ -1055,19 +1061,10 @@ fn ack_beyond_rewind_completes() {
     sim.nodes[1]
         .mem
         .add(0x31, 0x80_0000, vec![0; (PKTS * MTU) as usize], true);
-    let mut w = send(0, PKTS * MTU);
-    w.op = WrOp::Write;
-    w.remote_addr = 0x80_0000;
-    w.rkey = 0x31;
     sim.nodes[0]
         .mem
         .add(0x30, 0x70_0000, vec![5; (PKTS * MTU) as usize], false);
-    w.sge = Sge {
-        addr: 0x70_0000,
-        length: PKTS * MTU,
-        lkey: 0x30,
-    };
-    post(&mut sim, 0, w);
+    post(&mut sim, 0, write_long(0, PKTS * MTU));
     sim.cut[1] = true;
     while sim.stats.sent_by[0] < u64::from(PKTS) {
         assert!(sim.step());
@@ -1579,4 +1576,67 @@ fn unsignaled_write_before_local_op_asks_for_ack() {
     assert_eq!(ops.len(), 2, "{ops:?}");
     assert!(ops.iter().all(|o| o.2 == WcStatus::Success), "{ops:?}");
     assert_eq!(sim.nodes[0].qp.counters().retries, 0);
+}
+
+/// A link whose queue holds 48 packets (netem `limit 48`, no random loss)
+/// and QPs allowed 256 packets in flight, as the driver's: a stream of 100
+/// WRITEs of 64 packets. A fixed window overflows the queue on every burst
+/// and goes back N each time (a fixed window of 256 sent 61,440 packets
+/// for the 6,400, and the queue dropped 49,225 of them); the congestion
+/// window halves on each loss and
+/// grows back by one packet per window acknowledged, so after the first
+/// burst it stays near what the queue holds.
+#[test]
+fn congestion_window_fits_a_short_queue() {
+    const PKTS: u32 = 64;
+    const WRITES: u64 = 100;
+    let len = PKTS * MTU;
+    let mut sim = pair(0, Faults::default(), |c| {
+        c.max_inflight_pkts = 256;
+        c.timeout_us = 20_000;
+    });
+    sim.netem.limit = 48;
+    sim.netem.delay_us = 100;
+    sim.netem.rate_us = 1;
+    sim.nodes[0]
+        .mem
+        .add(0x30, 0x70_0000, vec![9; len as usize], false);
+    sim.nodes[1]
+        .mem
+        .add(0x31, 0x80_0000, vec![0; len as usize], true);
+    for id in 0..WRITES {
+        let mut w = write_long(id, len);
+        w.signaled = id + 1 == WRITES;
+        // The send queue takes what its size allows; the rest waits.
+        loop {
+            let now = sim.now;
+            if sim.nodes[0]
+                .with(now, |qp, env| qp.post_send(env, w))
+                .is_ok()
+            {
+                break;
+            }
+            assert!(sim.step());
+        }
+    }
+    run_until_quiet(&mut sim);
+    assert_eq!(statuses(&sim, 0, false), [WcStatus::Success]);
+    assert_eq!(
+        sim.nodes[1].mem.slice(0x31, 0x80_0000, len as usize),
+        vec![9; len as usize]
+    );
+    let total = u64::from(PKTS) * WRITES;
+    let c = sim.nodes[0].qp.counters();
+    let (sent, dropped) = (sim.stats.sent_by[0], sim.stats.queue_dropped);
+    eprintln!(
+        "{total} packets: {sent} sent, {dropped} dropped by the queue, {} retries, {} timeouts",
+        c.retries, c.timeouts
+    );
+    assert!(c.window_cuts > 0, "the window was never cut");
+    // Most drops are the first burst's, at the full window.
+    assert!(
+        dropped * 10 < total,
+        "{dropped} of {sent} packets dropped by the queue"
+    );
+    assert!(sent * 10 < total * 12, "{sent} packets sent for {total}");
 }

@@ -4,8 +4,9 @@
 //! `/sys/class/infiniband/DEV/ports/1/hw_counters/`).
 //!
 //! The first seventeen are upstream rxe's, with its names, so tools written
-//! for rxe read rrxe the same way; the last three count received packets
-//! that were dropped before they reached a QP.
+//! for rxe read rrxe the same way; the next three count received packets
+//! that were dropped before they reached a QP, and the last three are about
+//! sending (zero copy, a full transmit queue, the congestion window).
 
 use crate::{proto::Counters, rdma::stats::CounterDesc};
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -62,10 +63,12 @@ pub(crate) enum Counter {
     /// Packets the net device's transmit queue refused because it was full:
     /// a connected QP pauses and sends them again, a datagram is lost.
     SendQueueFull,
+    /// Times a loss halved an RC requester's congestion window.
+    CwndCuts,
 }
 
 /// Number of counters.
-pub(crate) const NUM: usize = Counter::SendQueueFull as usize + 1;
+pub(crate) const NUM: usize = Counter::CwndCuts as usize + 1;
 
 /// Their names, indexed by [`Counter`].
 pub(crate) static NAMES: [CounterDesc; NUM] = [
@@ -91,6 +94,7 @@ pub(crate) static NAMES: [CounterDesc; NUM] = [
     CounterDesc::new(c"rcvd_no_qp"),
     CounterDesc::new(c"zero_copy_pkts"),
     CounterDesc::new(c"send_queue_full"),
+    CounterDesc::new(c"cwnd_cuts"),
 ];
 
 /// The counters of one device.
@@ -147,6 +151,7 @@ impl Stats {
                 last.rnr_retry_exceeded,
             ),
             (Counter::CompleterRetry, now.retries, last.retries),
+            (Counter::CwndCuts, now.window_cuts, last.window_cuts),
             (Counter::RdmaSends, now.sends_sent, last.sends_sent),
             (Counter::RdmaRecvs, now.sends_received, last.sends_received),
             (Counter::RcvdHdrErr, now.rx_dropped, last.rx_dropped),

@@ -30,6 +30,7 @@
 #[macro_use]
 pub(crate) mod wire;
 
+pub mod cwnd;
 pub mod env;
 pub mod headers;
 pub mod icrc;
@@ -41,6 +42,7 @@ pub mod qp;
 pub mod stall;
 pub mod verbs;
 
+pub use cwnd::Cwnd;
 pub use env::{
     Access, AtomicOp, CompletionSink, Env, MemError, MemoryAccess, PayloadRef, Placement, TxSink,
 };

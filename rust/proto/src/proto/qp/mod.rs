@@ -60,7 +60,8 @@ pub struct QpConfig {
     pub timeout_us: u64,
     /// Maximum outstanding READ/atomic requests (initiator depth).
     pub max_rd_atomic: u8,
-    /// Maximum unacknowledged packets in flight.
+    /// Maximum unacknowledged packets in flight: the congestion window's
+    /// ceiling (see [`crate::proto::cwnd`]).
     pub max_inflight_pkts: u32,
     /// Remote operations the responder executes (the QP's access flags);
     /// others are answered with an Invalid Request NAK.
@@ -164,6 +165,8 @@ pub struct Counters {
     pub retries: u64,
     /// ACK timeouts.
     pub timeouts: u64,
+    /// Times a loss halved the requester's congestion window.
+    pub window_cuts: u64,
     /// RNR NAKs received.
     pub rnr_naks_received: u64,
     /// Stale or unexpected responses ignored by the completer.

@@ -11,7 +11,7 @@ use crate::proto::headers::{AtomicEthRepr, BthRepr, FethRepr, RethRepr};
 use crate::proto::opcode::rc;
 use crate::proto::packet::Headers;
 use crate::proto::verbs::{LocalOp, SendWr, WcStatus, WorkCompletion, WrOp};
-use crate::proto::{Psn, Transport};
+use crate::proto::{Cwnd, Psn, Transport};
 
 /// Largest number of packets one message may span (keeps PSN windows far
 /// below 2^23).
@@ -94,6 +94,8 @@ pub(crate) struct Requester<S: Storage> {
     pub(super) send_twice: Option<Psn>,
     /// Error status to report for the WQE at this index when flushing.
     pub(super) error: Option<(usize, WcStatus)>,
+    /// Packets allowed in flight (RC), at most `cfg.max_inflight_pkts`.
+    pub(super) cwnd: Cwnd,
 }
 
 impl<S: Storage> Requester<S> {
@@ -114,6 +116,7 @@ impl<S: Storage> Requester<S> {
             last_rewind: None,
             send_twice: None,
             error: None,
+            cwnd: Cwnd::new(cfg.max_inflight_pkts, psn),
         }
     }
 
@@ -134,6 +137,7 @@ impl<S: Storage> Requester<S> {
         self.last_rewind = None;
         self.send_twice = None;
         self.error = None;
+        self.cwnd = Cwnd::new(cfg.max_inflight_pkts, psn);
     }
 
     pub(crate) fn post(
@@ -274,6 +278,8 @@ impl<S: Storage> Requester<S> {
         }
         self.retry_left = self.retry_left.saturating_sub(1);
         ctr.retries = ctr.retries.wrapping_add(1);
+        self.cwnd.lost();
+        ctr.window_cuts = ctr.window_cuts.wrapping_add(1);
         self.rewind(cfg, psn);
         self.last_rewind = Some(psn);
         self.send_twice = Some(psn);
@@ -312,6 +318,7 @@ impl<S: Storage> Requester<S> {
         if self.next_psn.before(self.comp_psn) {
             self.rewind(cfg, self.comp_psn);
         }
+        self.cwnd.acknowledged(self.comp_psn);
         self.retry_left = cfg.retry_cnt;
         self.rnr_left = cfg.rnr_retry;
         self.last_rewind = None;
@@ -393,6 +400,7 @@ impl<S: Storage> Requester<S> {
         self.send_off = 0;
         self.next_psn = self.sent_psn;
         self.comp_psn = self.sent_psn;
+        self.cwnd.restart_at(self.sent_psn);
         self.retry_deadline = None;
         self.rnr_deadline = None;
     }
@@ -420,7 +428,7 @@ impl<S: Storage> Requester<S> {
         // UC waits for no ACK: nothing is in flight but the message being
         // sent.
         let reliable = cfg.transport == Transport::Rc;
-        if reliable && self.next_psn.since(self.comp_psn) >= cfg.max_inflight_pkts {
+        if reliable && self.next_psn.since(self.comp_psn) >= self.cwnd.size() {
             return Tx::Idle;
         }
         if let WrOp::Local(op) = w.wr.op {
@@ -461,7 +469,7 @@ impl<S: Storage> Requester<S> {
         let inflight = self.next_psn.since(self.comp_psn).saturating_add(1);
         if reliable
             && (psn.value().wrapping_add(1).is_multiple_of(ACK_EVERY)
-                || inflight >= cfg.max_inflight_pkts)
+                || inflight >= self.cwnd.size())
         {
             hdr.bth.ack_req = true;
         }
