@@ -12,14 +12,18 @@
 //! * it starts at the QP's maximum, so a network that loses nothing (and a
 //!   QP of the same device, whose packets never leave memory) sees no
 //!   difference;
-//! * a loss (a PSN sequence NAK, an ACK timeout, a READ or atomic response
-//!   missing) halves it, down to [`MIN_WINDOW`]. The requester goes back N
-//!   and starts one retransmission per lost packet (a NAK repeated for the
-//!   same PSN starts none), and the responder NAKs only the first gap of a
-//!   burst, so one overflow is one cut; a retransmission that overflows the
-//!   queue again is a second one;
+//! * a loss (a PSN sequence NAK, a READ or atomic response missing) halves
+//!   it, down to [`MIN_WINDOW`]. The requester goes back N and starts one
+//!   retransmission per lost packet (a NAK repeated for the same PSN starts
+//!   none), and the responder NAKs only the first gap of a burst, so one
+//!   overflow is one cut; a retransmission that overflows the queue again
+//!   is a second one;
 //! * each window's worth of packets acknowledged grows it by one packet,
-//!   back up to the maximum.
+//!   back up to the maximum (congestion avoidance);
+//! * an ACK timeout, where nothing came back at all, drops it to
+//!   [`MIN_WINDOW`]; it then grows by one packet per packet acknowledged
+//!   (doubling each round trip: slow start) up to half of what it was, and
+//!   on from there by one per window.
 //!
 //! RNR NAKs are not losses: the responder is short of receive WQEs, not
 //! the network of room.
@@ -37,7 +41,11 @@ pub struct Cwnd {
     size: u32,
     /// The QP's maximum (`QpConfig::max_inflight_pkts`).
     max: u32,
-    /// Packets acknowledged since the window last grew.
+    /// Below this size the window grows by one packet per packet
+    /// acknowledged, from it on by one per window.
+    threshold: u32,
+    /// Packets acknowledged since the window last grew by one (congestion
+    /// avoidance).
     acked: u32,
     /// The oldest unacknowledged PSN when last told.
     base: Psn,
@@ -51,6 +59,7 @@ impl Cwnd {
         Self {
             size: max,
             max,
+            threshold: max,
             acked: 0,
             base: psn,
         }
@@ -72,6 +81,10 @@ impl Cwnd {
             self.acked = 0;
             return;
         }
+        if self.size < self.threshold {
+            self.size = self.size.saturating_add(n).min(self.threshold);
+            return;
+        }
         self.acked = self.acked.saturating_add(n);
         if self.acked >= self.size {
             self.acked = self.acked.saturating_sub(self.size);
@@ -81,7 +94,15 @@ impl Cwnd {
 
     /// The network lost a packet: the requester starts a retransmission.
     pub fn lost(&mut self) {
-        self.size = (self.size / 2).max(MIN_WINDOW).min(self.max);
+        self.threshold = (self.size / 2).max(MIN_WINDOW).min(self.max);
+        self.size = self.threshold;
+        self.acked = 0;
+    }
+
+    /// The ACK timer expired (after [`Cwnd::lost`] for the same
+    /// retransmission): start again from the smallest window.
+    pub fn timed_out(&mut self) {
+        self.size = MIN_WINDOW.min(self.max);
         self.acked = 0;
     }
 
@@ -147,6 +168,25 @@ mod tests {
             w.acknowledged(Psn::new(psn));
         }
         assert_eq!(w.size(), 256);
+    }
+
+    #[test]
+    fn timeout_restarts_slowly_up_to_half() {
+        let mut w = Cwnd::new(256, Psn::new(0));
+        w.lost();
+        w.timed_out();
+        assert_eq!(w.size(), MIN_WINDOW);
+        // Slow start: one packet more per packet acknowledged, up to half
+        // of the window before the timeout.
+        w.acknowledged(Psn::new(8));
+        assert_eq!(w.size(), 16);
+        w.acknowledged(Psn::new(200));
+        assert_eq!(w.size(), 128);
+        // Then one per window.
+        w.acknowledged(Psn::new(327));
+        assert_eq!(w.size(), 128);
+        w.acknowledged(Psn::new(328));
+        assert_eq!(w.size(), 129);
     }
 
     #[test]

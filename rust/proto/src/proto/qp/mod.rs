@@ -165,7 +165,7 @@ pub struct Counters {
     pub retries: u64,
     /// ACK timeouts.
     pub timeouts: u64,
-    /// Times a loss halved the requester's congestion window.
+    /// Times a loss cut the requester's congestion window.
     pub window_cuts: u64,
     /// RNR NAKs received.
     pub rnr_naks_received: u64,

@@ -304,7 +304,9 @@ impl<S: Storage> Requester<S> {
                 // same PSN happened before.
                 self.last_rewind = None;
                 let psn = self.comp_psn;
-                return self.retry_from(cfg, ctr, psn);
+                let fatal = self.retry_from(cfg, ctr, psn);
+                self.cwnd.timed_out();
+                return fatal;
             }
         }
         false
