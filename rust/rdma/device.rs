@@ -164,6 +164,21 @@ impl<T: Driver> Device<T> {
         }
     }
 
+    /// Takes a reference to the memory of the device at `ib` (not to its
+    /// registration: it may be going away), for [`DeviceMemory::unregister`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`Device::try_get`]: `ib` must point to a `Device<T>` whose
+    /// memory has not been freed yet.
+    pub unsafe fn hold_memory(ib: *mut b::ib_device) -> DeviceMemory {
+        // SAFETY: The caller guarantees `ib` is not freed; `get_device`
+        // keeps it allocated until the matching `put_device`.
+        unsafe { b::rrxe_ib_device_hold(ib) };
+        // INVARIANT: We just took the reference.
+        DeviceMemory(ib)
+    }
+
     /// Queues unregistration of the device (safe from a netdev notifier).
     pub fn unregister_queued(&self) {
         // SAFETY: `self` is a registered device; ib_core serialises unregistration.
@@ -176,6 +191,36 @@ impl<T: Driver> Device<T> {
         // SAFETY: We own one reference, which `ib_unregister_device_and_put`
         // consumes; afterwards the device may be freed, and `raw` is not used.
         unsafe { b::ib_unregister_device_and_put(raw.as_ptr().cast()) };
+    }
+}
+
+/// A reference to a device's memory (`get_device`), which outlives its
+/// registration.
+///
+/// # Invariants
+///
+/// The pointer is a device on which this object holds one `get_device`
+/// reference.
+pub struct DeviceMemory(*mut b::ib_device);
+
+impl DeviceMemory {
+    /// Unregisters the device unless that is done or under way elsewhere,
+    /// and in every case returns only once no unregistration of it is in
+    /// progress: `dealloc_driver` has returned, so none of the driver's
+    /// code runs for this device any more (a module may then unload).
+    pub fn unregister(self) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: By the invariant the pointer is valid and we hold a
+        // reference, which the call consumes (`this` is not dropped);
+        // ib_core serialises unregistrations.
+        unsafe { b::rrxe_ib_device_unregister_and_release(this.0) };
+    }
+}
+
+impl Drop for DeviceMemory {
+    fn drop(&mut self) {
+        // SAFETY: By the invariant we hold a reference; this drops it.
+        unsafe { b::rrxe_ib_device_release(self.0) };
     }
 }
 

@@ -184,22 +184,22 @@ fn find(netdev: &NetDevice) -> Option<ARef<Device<RrxeDev>>> {
     find_by_netdev_addr(netdev.as_raw() as usize)
 }
 
-/// Unregisters every rrxe device; waits for ones already going away. Then
-/// frees the list's memory: the list is a static, which is never dropped.
+/// Unregisters every rrxe device, and waits for the ones already going away
+/// (a net device that vanished queues its device's unregistration) until
+/// their `dealloc_driver` has returned: `untrack`, early in it, is not the
+/// end of the driver's code for the device, and the module's code must
+/// outlast it. Then frees the list's memory: the list is a static, which
+/// is never dropped.
 pub(crate) fn remove_all() {
     loop {
         let next = {
             let list = DEVICES.lock();
             let Some(e) = list.first() else { break };
             // SAFETY: As in `find_by_netdev_addr`.
-            unsafe { Device::<RrxeDev>::try_get(e.ib as *mut _) }
+            unsafe { Device::<RrxeDev>::hold_memory(e.ib as *mut _) }
         };
-        match next {
-            Some(dev) => Device::unregister(dev),
-            // Being unregistered elsewhere: wait for `untrack`.
-            // SAFETY: `msleep` has no preconditions.
-            None => unsafe { crate::rdma::bindings::msleep(10) },
-        }
+        // Without the list's lock, which `dealloc_driver` takes.
+        next.unregister();
     }
     *DEVICES.lock() = KVec::new();
 }

@@ -28,6 +28,9 @@ size_t rrxe_sizeof_ib_device(void);
 
 /* Static inlines of ib_verbs.h and netdevice.h, wrapped in rrxe_shims.c. */
 bool rrxe_ib_device_try_get(struct ib_device *dev);
+void rrxe_ib_device_hold(struct ib_device *dev);
+void rrxe_ib_device_release(struct ib_device *dev);
+void rrxe_ib_device_unregister_and_release(struct ib_device *dev);
 u16 rrxe_rdma_get_udp_sport(u32 fl, u32 lqpn, u32 rqpn);
 struct net_device *rrxe_netdev_notifier_info_to_dev(void *info);
 bool rrxe_netif_running(const struct net_device *ndev);

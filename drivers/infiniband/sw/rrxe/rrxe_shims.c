@@ -26,6 +26,30 @@ bool rrxe_ib_device_try_get(struct ib_device *dev)
 	return ib_device_try_get(dev);
 }
 
+/* A reference to the device's memory (its struct device), not to its registration. */
+void rrxe_ib_device_hold(struct ib_device *dev)
+{
+	get_device(&dev->dev);
+}
+
+void rrxe_ib_device_release(struct ib_device *dev)
+{
+	put_device(&dev->dev);
+}
+
+/*
+ * Returns once no unregistration of the device is in progress: ib_core runs
+ * every one of them, dealloc_driver included, under the device's
+ * unregistration lock, which ib_unregister_device takes (it unregisters a
+ * device that is still registered, and does nothing more to one that is
+ * not). Drops the reference of rrxe_ib_device_hold.
+ */
+void rrxe_ib_device_unregister_and_release(struct ib_device *dev)
+{
+	ib_unregister_device(dev);
+	put_device(&dev->dev);
+}
+
 u16 rrxe_rdma_get_udp_sport(u32 fl, u32 lqpn, u32 rqpn)
 {
 	return rdma_get_udp_sport(fl, lqpn, rqpn);
