@@ -91,7 +91,7 @@ impl<T: Driver> Device<T> {
     ///
     /// `setup` fills the device's static attributes (node GUID, node type, ...)
     /// before registration. On success the device belongs to ib_core; it is
-    /// freed after [`Device::unregister`], `rdma link delete`, or
+    /// freed after [`DeviceMemory::unregister`], `rdma link delete`, or
     /// `ib_unregister_device_queued`. On failure everything is undone.
     pub fn register(
         name: &CStr,
@@ -183,14 +183,6 @@ impl<T: Driver> Device<T> {
     pub fn unregister_queued(&self) {
         // SAFETY: `self` is a registered device; ib_core serialises unregistration.
         unsafe { b::ib_unregister_device_queued(self.as_raw()) };
-    }
-
-    /// Unregisters the device and waits for it to go; drops the reference.
-    pub fn unregister(this: ARef<Self>) {
-        let raw = ARef::into_raw(this);
-        // SAFETY: We own one reference, which `ib_unregister_device_and_put`
-        // consumes; afterwards the device may be freed, and `raw` is not used.
-        unsafe { b::ib_unregister_device_and_put(raw.as_ptr().cast()) };
     }
 }
 
