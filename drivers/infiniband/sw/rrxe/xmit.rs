@@ -211,7 +211,7 @@ impl Path {
     /// cannot be sent is lost, as on a wire; the protocol recovers.
     #[must_use]
     pub(crate) fn send(&self, dp: &Datapath, mut pkt: Packet, dest_qpn: u32, depth: u8) -> bool {
-        let opcode = pkt.bytes().first().copied().unwrap_or(0);
+        let stream = self.local && asks_for_a_stream(pkt.bytes());
         let mut skb = pkt.skb;
         let len = skb.len() as u64;
         if self.local {
@@ -228,7 +228,7 @@ impl Path {
             // next packets, so the two ends of a transfer run side by side.
             // Small packets (latency, small messages, ACKs) are served at
             // once, in this context.
-            let depth = if len >= PIPELINE_BYTES || is_read_or_atomic_request(opcode) {
+            let depth = if len >= PIPELINE_BYTES || stream {
                 crate::exec::DEFER
             } else {
                 depth.saturating_add(1)
@@ -263,11 +263,25 @@ impl Path {
     }
 }
 
-/// A READ or atomic request (RC): its requester waits for nothing but the
-/// response, so the responder may as well run on another CPU while the
-/// requester's caller returns to user space and polls.
-fn is_read_or_atomic_request(opcode: u8) -> bool {
-    use crate::proto::opcode::{mask, opcode_info};
-    opcode_info(opcode)
-        .is_some_and(|i| i.is_request() && (i.has(mask::READ) || i.has(mask::ATOMIC)))
+/// A READ request whose response carries [`PIPELINE_BYTES`] or more: the
+/// responder streams it from its work item, on another CPU, while the
+/// requester's caller returns to user space. A smaller READ and an atomic
+/// are answered at once, in this context, like a small SEND, so the
+/// requester has its response before its system call returns.
+fn asks_for_a_stream(bth: &[u8]) -> bool {
+    use crate::proto::{
+        headers::RethRepr,
+        opcode::{mask, opcode_info, ExtHeader},
+        HeaderRepr,
+    };
+    let Some(info) = bth.first().and_then(|&op| opcode_info(op)) else {
+        return false;
+    };
+    if !info.is_request() || !info.has(mask::READ) {
+        return false;
+    }
+    info.offset(ExtHeader::Reth)
+        .and_then(|at| bth.get(at..))
+        .and_then(|reth| RethRepr::parse(reth).ok())
+        .is_none_or(|reth| u64::from(reth.len) >= PIPELINE_BYTES)
 }
