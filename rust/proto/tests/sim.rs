@@ -964,8 +964,8 @@ fn lossy_netem_link() {
         }
         let c = sim.nodes[0].qp.counters();
         eprintln!(
-            "seed {seed}: {steps} steps, {} µs, retries {} timeouts {} stale {} link {:?}",
-            sim.now, c.retries, c.timeouts, c.stale_responses, sim.stats
+            "seed {seed}: {steps} steps, {} µs, retries {} (window cuts {}) timeouts {} stale {} link {:?}",
+            sim.now, c.retries, c.window_cuts, c.timeouts, c.stale_responses, sim.stats
         );
         assert_eq!(
             statuses(&sim, 0, false),
@@ -978,6 +978,14 @@ fn lossy_netem_link() {
         assert_eq!(sim.nodes[1].mem.slice(0x31, 0x80_0000, LEN as usize), src);
         assert_eq!(sim.nodes[0].mem.slice(A_DST.0, A_DST.1, LEN as usize), src);
         assert_eq!(sim.nodes[1].mem.slice(0x32, 0x90_0000, LEN as usize), src);
+        // Every retransmission follows a loss, but at 10 % the window soon
+        // sits at its floor, where a loss is no cut.
+        assert!(
+            c.window_cuts > 0 && c.window_cuts < c.retries,
+            "seed {seed}: {} window cuts for {} retries",
+            c.window_cuts,
+            c.retries
+        );
     }
 }
 
@@ -1029,8 +1037,8 @@ fn lossy_netem_atomics() {
         }
         let c = sim.nodes[0].qp.counters();
         eprintln!(
-            "seed {seed}: {steps} steps, {} µs, retries {} timeouts {} stale {} link {:?}",
-            sim.now, c.retries, c.timeouts, c.stale_responses, sim.stats
+            "seed {seed}: {steps} steps, {} µs, retries {} (window cuts {}) timeouts {} stale {} link {:?}",
+            sim.now, c.retries, c.window_cuts, c.timeouts, c.stale_responses, sim.stats
         );
         for id in 0..ADDS {
             let got = sim.nodes[0].mem.slice(A_DST.0, A_DST.1 + 8 * id, 8);

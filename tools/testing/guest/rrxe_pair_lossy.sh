@@ -14,3 +14,13 @@
 
 load_driver
 lossy_pair_xfer
+# The congestion window: a loss cuts it (the first one from its maximum, 256 packets),
+# but it sits near its floor of 8 packets on a link this lossy, and a loss at the
+# floor changes nothing and is no cut. So there are cuts, and fewer than the
+# retransmissions (completer_retry_err) this guest's requesters started.
+cuts=$(hw_counter cwnd_cuts) retries=$(hw_counter completer_retry_err)
+log "cwnd_cuts $cuts, completer_retry_err $retries"
+[ "$retries" -gt 0 ] || fail "no retransmission on a lossy link"
+[ "$cuts" -gt 0 ] || fail "$retries retransmissions, but the congestion window was never cut"
+[ "$retries" -lt 50 ] || [ "$cuts" -lt "$retries" ] ||
+    fail "cwnd_cuts ($cuts) counts every retransmission ($retries), not only the cuts"

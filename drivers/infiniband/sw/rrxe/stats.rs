@@ -63,7 +63,7 @@ pub(crate) enum Counter {
     /// Packets the net device's transmit queue refused because it was full:
     /// a connected QP pauses and sends them again, a datagram is lost.
     SendQueueFull,
-    /// Times a loss cut an RC requester's congestion window.
+    /// Times a loss made an RC requester's congestion window smaller.
     CwndCuts,
 }
 

@@ -93,10 +93,13 @@ impl Cwnd {
     }
 
     /// The network lost a packet: the requester starts a retransmission.
-    pub fn lost(&mut self) {
+    /// Returns whether the window shrank (it does not at its floor).
+    pub fn lost(&mut self) -> bool {
+        let before = self.size;
         self.threshold = (self.size / 2).max(MIN_WINDOW).min(self.max);
         self.size = self.threshold;
         self.acked = 0;
+        self.size < before
     }
 
     /// The ACK timer expired (after [`Cwnd::lost`] for the same
@@ -129,16 +132,16 @@ mod tests {
     #[test]
     fn halves_per_loss_down_to_the_floor() {
         let mut w = Cwnd::new(256, Psn::new(0));
-        w.lost();
+        assert!(w.lost());
         assert_eq!(w.size(), 128);
-        w.lost();
+        assert!(w.lost());
         assert_eq!(w.size(), 64);
-        for _ in 0..20 {
-            w.lost();
-        }
+        // 32, 16, 8: then the floor, where a loss changes nothing.
+        let shrank = (0..20).filter(|_| w.lost()).count();
+        assert_eq!(shrank, 3);
         assert_eq!(w.size(), MIN_WINDOW);
         let mut small = Cwnd::new(4, Psn::new(0));
-        small.lost();
+        assert!(!small.lost());
         assert_eq!(small.size(), 4);
         assert_eq!(Cwnd::new(0, Psn::new(0)).size(), 1);
     }

@@ -165,7 +165,8 @@ pub struct Counters {
     pub retries: u64,
     /// ACK timeouts.
     pub timeouts: u64,
-    /// Times a loss cut the requester's congestion window.
+    /// Times a loss made the requester's congestion window smaller (a loss
+    /// with the window at its floor is not counted).
     pub window_cuts: u64,
     /// RNR NAKs received.
     pub rnr_naks_received: u64,

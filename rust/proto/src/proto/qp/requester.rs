@@ -278,8 +278,11 @@ impl<S: Storage> Requester<S> {
         }
         self.retry_left = self.retry_left.saturating_sub(1);
         ctr.retries = ctr.retries.wrapping_add(1);
-        self.cwnd.lost();
-        ctr.window_cuts = ctr.window_cuts.wrapping_add(1);
+        // A timeout's drop to the floor (`on_timer`) follows this cut: one
+        // loss, one count.
+        if self.cwnd.lost() {
+            ctr.window_cuts = ctr.window_cuts.wrapping_add(1);
+        }
         self.rewind(cfg, psn);
         self.last_rewind = Some(psn);
         self.send_twice = Some(psn);
