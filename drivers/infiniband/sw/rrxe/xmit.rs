@@ -225,9 +225,11 @@ impl Path {
             dp.stats.add(Counter::RcvdBytes, len);
             // A full-size packet is part of a stream: the receiving QP runs
             // from its work item, on another CPU, while this one builds the
-            // next packets, so the two ends of a transfer run side by side.
-            // Small packets (latency, small messages, ACKs) are served at
-            // once, in this context.
+            // next packets, so the two ends of a transfer run side by side;
+            // so does a READ request for a stream of responses
+            // ([`asks_for_a_stream`]). Small packets (latency, small
+            // messages, ACKs, small READs and atomics) are served at once,
+            // in this context.
             let depth = if len >= PIPELINE_BYTES || stream {
                 crate::exec::DEFER
             } else {
