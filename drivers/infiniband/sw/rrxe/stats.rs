@@ -118,51 +118,37 @@ impl Stats {
         self.add(c, 1);
     }
 
-    /// Adds what a QP's protocol engine counted since `last`, and makes
-    /// `last` the engine's current counts.
+    /// Adds what a QP's protocol engine counted since `last` to the
+    /// device's counters, and records the engine's current counts in `last`
+    /// (those of the fields the device counts; `last` is only for this).
+    ///
+    /// It runs after every run of a QP, so it touches only the counters
+    /// that moved: no copy of the whole set, no table built per call.
     pub(crate) fn absorb(&self, now: &Counters, last: &mut Counters) {
-        let pairs = [
-            (Counter::DupReq, now.duplicates, last.duplicates),
-            (Counter::OutOfSeqReq, now.seq_errors, last.seq_errors),
-            (
-                Counter::RcvdRnrErr,
-                now.rnr_naks_received,
-                last.rnr_naks_received,
-            ),
-            (Counter::SendRnrErr, now.rnr_naks_sent, last.rnr_naks_sent),
-            (
-                Counter::RcvdSeqErr,
-                now.seq_naks_received,
-                last.seq_naks_received,
-            ),
-            (
-                Counter::AckDeferred,
-                now.responses_received,
-                last.responses_received,
-            ),
-            (
-                Counter::RetryExceeded,
-                now.retry_exceeded,
-                last.retry_exceeded,
-            ),
-            (
-                Counter::RnrRetryExceeded,
-                now.rnr_retry_exceeded,
-                last.rnr_retry_exceeded,
-            ),
-            (Counter::CompleterRetry, now.retries, last.retries),
-            (Counter::CwndCuts, now.window_cuts, last.window_cuts),
-            (Counter::RdmaSends, now.sends_sent, last.sends_sent),
-            (Counter::RdmaRecvs, now.sends_received, last.sends_received),
-            (Counter::RcvdHdrErr, now.rx_dropped, last.rx_dropped),
-        ];
-        for (c, n, l) in pairs {
-            let d = n.wrapping_sub(l);
-            if d != 0 {
-                self.add(c, d);
-            }
+        macro_rules! fold {
+            ($($c:ident: $f:ident),* $(,)?) => {$(
+                let d = now.$f.wrapping_sub(last.$f);
+                if d != 0 {
+                    self.add(Counter::$c, d);
+                    last.$f = now.$f;
+                }
+            )*};
         }
-        *last = *now;
+        fold!(
+            DupReq: duplicates,
+            OutOfSeqReq: seq_errors,
+            RcvdRnrErr: rnr_naks_received,
+            SendRnrErr: rnr_naks_sent,
+            RcvdSeqErr: seq_naks_received,
+            AckDeferred: responses_received,
+            RetryExceeded: retry_exceeded,
+            RnrRetryExceeded: rnr_retry_exceeded,
+            CompleterRetry: retries,
+            CwndCuts: window_cuts,
+            RdmaSends: sends_sent,
+            RdmaRecvs: sends_received,
+            RcvdHdrErr: rx_dropped,
+        );
     }
 
     /// Copies the current values into `out` (as many as fit).
