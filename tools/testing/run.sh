@@ -26,6 +26,8 @@
 #                       # append: ARGS      kernel command line for both guests
 #                       # append-b: ARGS    guest B's instead (default: append's), e.g.
 #                       #   "# append: rrxe.driver=rrxe" + "# append-b: rrxe.driver=rxe"
+#                       # smp: N            N guest CPUs whatever RRXE_SMP says (a test
+#                       #   that holds one CPU in the kernel while another works)
 # The debug variant (KASAN, lockdep, kmemleak under TCG) multiplies timeouts by
 # RRXE_TIMEOUT_SCALE (default 4; 1 for normal).
 # Pair tests run the same script in guests A and B ($RRXE_ROLE=a|b); both must pass.
@@ -134,7 +136,7 @@ passed=0 failed=0 unexpected=0
 mkdir -p "$RRXE_OUT/logs/$variant"
 # run_test SCRIPT: one test, in its own boot(s); prints and records its result.
 run_test() {
-    local t=$1 name topo tmo args karg_a karg_b t0 attempt out rc verdict kept secs line
+    local t=$1 name topo tmo args karg_a karg_b smp t0 attempt out rc verdict kept secs line
     local reason glog got expect
     name=$(basename "$t" .sh)
     topo=$(header "$t" topology single)
@@ -147,6 +149,8 @@ run_test() {
     karg_b=$(echo $karg_b $append)
     [ -n "$karg_a" ] && args+=(--append "$karg_a")
     [ "$karg_b" != "$karg_a" ] && args+=(--append-b "$karg_b")
+    smp=$(header "$t" smp "")
+    [ -n "$smp" ] && args+=(--smp "$smp")
     case "$topo" in
         single) ;;
         pair) args+=(--pair) ;;
