@@ -13,7 +13,7 @@ variant=${KERNEL_VARIANT:-normal}
 # are done and then heads the queue (see Documentation/testing.rst).
 DEBUG_TESTS="rrxe_objects rrxe_lifecycle rrxe_verbs rrxe_datapath rrxe_bounds rrxe_rc_pingpong rrxe_rping rrxe_pair_vanish
     rrxe_verbsfuzz rrxe_wirefuzz rrxe_teardown_link rrxe_teardown_rmmod rrxe_netns rrxe_odp rrxe_windows
-    rrxe_flush rrxe_rereg rrxe_kinline"
+    rrxe_flush rrxe_rereg rrxe_kinline rrxe_backlog"
 DEBUG_LONGEST=rrxe_nvmeof
 mkdir -p "$RRXE_OUT/check"
 results="$RRXE_OUT/results.txt"

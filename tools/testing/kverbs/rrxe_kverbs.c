@@ -22,6 +22,17 @@
  * for an address handle to the device's own GID, ib_core resolves the MAC to
  * 00:00:00:00:00:00 and upstream rxe never delivers the datagram, inline or
  * not; rrxe sends it through the IP stack, which loops it back).
+ *
+ * Two cases for rrxe's bound on a QP's backlog (RX_BACKLOG_MAX packets waiting
+ * for the QP's run, exec.rs) each replace all of these when asked for (rrxe
+ * only): backlog=N sends N datagrams to a UD QP whose run is held up (rrxe
+ * drops what the backlog cannot take, counted as rcvd_backlog_full, which the
+ * calling script checks; then the QP still receives), and backlog_read=1
+ * reads 2 MiB (8,192 responses) on an RC QP whose run is held until the
+ * responder's READ responses have filled its backlog (rrxe refuses the
+ * responder more, and it sends them again when the run goes on: the READ
+ * completes with the right bytes, and the script checks that nothing was
+ * retransmitted).
  */
 #include <linux/module.h>
 #include <linux/netdevice.h>
@@ -40,6 +51,14 @@
 static char *netdev = "eth0";
 module_param(netdev, charp, 0444);
 MODULE_PARM_DESC(netdev, "the netdev whose RDMA device is tested");
+
+static unsigned int backlog;
+module_param(backlog, uint, 0444);
+MODULE_PARM_DESC(backlog, "only the held-QP case, with this many datagrams (rrxe)");
+
+static bool backlog_read;
+module_param(backlog_read, bool, 0444);
+MODULE_PARM_DESC(backlog_read, "only the held-requester case, a READ of 2 MiB (rrxe)");
 
 static bool ud = true;
 module_param(ud, bool, 0444);
@@ -77,10 +96,10 @@ static void result(struct ctx *c, const char *name, int err)
 	}
 }
 
-/* The next completion on @cq, within POLL_MS. */
-static int poll_one(struct ib_cq *cq, struct ib_wc *wc)
+/* The next completion on @cq, within @ms. */
+static int poll_within(struct ib_cq *cq, struct ib_wc *wc, unsigned int ms)
 {
-	unsigned long end = jiffies + msecs_to_jiffies(POLL_MS);
+	unsigned long end = jiffies + msecs_to_jiffies(ms);
 
 	do {
 		int n = ib_poll_cq(cq, 1, wc);
@@ -94,10 +113,16 @@ static int poll_one(struct ib_cq *cq, struct ib_wc *wc)
 	return -ETIMEDOUT;
 }
 
-/* Waits for the completion of @wr_id with status success on @cq. */
-static int expect(struct ib_cq *cq, u64 wr_id, struct ib_wc *wc)
+/* The next completion on @cq, within POLL_MS. */
+static int poll_one(struct ib_cq *cq, struct ib_wc *wc)
 {
-	int err = poll_one(cq, wc);
+	return poll_within(cq, wc, POLL_MS);
+}
+
+/* Waits up to @ms for the completion of @wr_id with status success on @cq. */
+static int expect_within(struct ib_cq *cq, u64 wr_id, struct ib_wc *wc, unsigned int ms)
+{
+	int err = poll_within(cq, wc, ms);
 
 	if (err) {
 		pr_err("rrxe_kverbs: no completion for wr_id %llu: %d\n", wr_id, err);
@@ -109,6 +134,12 @@ static int expect(struct ib_cq *cq, u64 wr_id, struct ib_wc *wc)
 		return -EIO;
 	}
 	return 0;
+}
+
+/* Waits up to POLL_MS for the completion of @wr_id with status success on @cq. */
+static int expect(struct ib_cq *cq, u64 wr_id, struct ib_wc *wc)
+{
+	return expect_within(cq, wr_id, wc, POLL_MS);
 }
 
 /*
@@ -221,14 +252,20 @@ static void free_end(struct ctx *c, struct end *e)
 	kfree(e->buf);
 }
 
-/* INIT, RTR and RTS, with @peer as the destination. */
-static int connect_qp(struct ctx *c, struct ib_qp *qp, u32 peer)
+/*
+ * INIT, RTR and RTS, with @peer as the destination, a path MTU of @mtu,
+ * @rd_atomic READs in flight each way and a local ACK timeout of 4.096 us <<
+ * @timeout.
+ */
+static int connect_qp(struct ctx *c, struct ib_qp *qp, u32 peer, enum ib_mtu mtu,
+		      u8 rd_atomic, u8 timeout)
 {
 	struct ib_qp_attr attr = {
 		.qp_state = IB_QPS_INIT,
 		.pkey_index = 0,
 		.port_num = 1,
-		.qp_access_flags = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE,
+		.qp_access_flags = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+				   IB_ACCESS_REMOTE_READ,
 	};
 	int err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
 			       IB_QP_PORT | IB_QP_ACCESS_FLAGS);
@@ -237,10 +274,10 @@ static int connect_qp(struct ctx *c, struct ib_qp *qp, u32 peer)
 		return err;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_RTR;
-	attr.path_mtu = IB_MTU_1024;
+	attr.path_mtu = mtu;
 	attr.dest_qp_num = peer;
 	attr.rq_psn = 0;
-	attr.max_dest_rd_atomic = 1;
+	attr.max_dest_rd_atomic = rd_atomic;
 	attr.min_rnr_timer = 12;
 	attr.ah_attr.type = rdma_ah_find_type(c->dev, 1);
 	rdma_ah_set_port_num(&attr.ah_attr, 1);
@@ -254,11 +291,11 @@ static int connect_qp(struct ctx *c, struct ib_qp *qp, u32 peer)
 		return err;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_RTS;
-	attr.timeout = 14;
+	attr.timeout = timeout;
 	attr.retry_cnt = 7;
 	attr.rnr_retry = 7;
 	attr.sq_psn = 0;
-	attr.max_rd_atomic = 1;
+	attr.max_rd_atomic = rd_atomic;
 	return ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_TIMEOUT |
 			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
 			    IB_QP_MAX_QP_RD_ATOMIC);
@@ -337,12 +374,35 @@ static int case_send(struct ctx *c, size_t len, int nsge, bool imm)
 	return check_arrival(&wc);
 }
 
-/* Registers b's buffer for remote writes with a fast registration. */
-static int register_b(struct ctx *c)
+/*
+ * Maps @mr over @sg (one entry, DMA-mapped) in pages and registers it with
+ * @access by a fast registration posted on @qp, whose completion (@wr_id)
+ * comes on @cq.
+ */
+static int fast_register(struct ib_qp *qp, struct ib_cq *cq, struct ib_mr *mr,
+			 struct scatterlist *sg, int access, u64 wr_id)
 {
 	struct ib_reg_wr reg = {};
 	struct ib_wc wc;
 	int n, err;
+
+	n = ib_map_mr_sg(mr, sg, 1, NULL, PAGE_SIZE);
+	if (n != 1)
+		return n < 0 ? n : -EINVAL;
+	reg.wr.opcode = IB_WR_REG_MR;
+	reg.wr.wr_id = wr_id;
+	reg.wr.send_flags = IB_SEND_SIGNALED;
+	reg.mr = mr;
+	reg.key = mr->rkey;
+	reg.access = access;
+	err = ib_post_send(qp, &reg.wr, NULL);
+	return err ? err : expect(cq, wr_id, &wc);
+}
+
+/* Registers b's buffer for remote writes with a fast registration. */
+static int register_b(struct ctx *c)
+{
+	int err;
 
 	c->mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, 1);
 	if (IS_ERR(c->mr)) {
@@ -354,18 +414,9 @@ static int register_b(struct ctx *c)
 	if (ib_dma_map_sg(c->dev, &c->sg, 1, DMA_BIDIRECTIONAL) != 1)
 		return -ENOMEM;
 	c->sg_mapped = true;
-	n = ib_map_mr_sg(c->mr, &c->sg, 1, NULL, PAGE_SIZE);
-	if (n != 1)
-		return n < 0 ? n : -EINVAL;
 	ib_update_fast_reg_key(c->mr, 0x42);
-	reg.wr.opcode = IB_WR_REG_MR;
-	reg.wr.wr_id = 300;
-	reg.wr.send_flags = IB_SEND_SIGNALED;
-	reg.mr = c->mr;
-	reg.key = c->mr->rkey;
-	reg.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
-	err = ib_post_send(c->b.qp, &reg.wr, NULL);
-	return err ? err : expect(c->b.cq, 300, &wc);
+	return fast_register(c->b.qp, c->b.cq, c->mr, &c->sg,
+			     IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE, 300);
 }
 
 /* An inline RDMA WRITE of 48 bytes at offset 100 of b's region. */
@@ -436,6 +487,25 @@ static int case_too_long(struct ctx *c)
 	return case_send(c, 7, 1, false);
 }
 
+/*
+ * An address handle for the device's own IPv4 RoCE v2 GID. @mac: with the
+ * netdev's MAC as the destination, as rdma_cm would resolve it (rrxe then
+ * hands the packets from QP to QP inside the device); without, the MAC stays
+ * 00:00:00:00:00:00 (rrxe sends them through the IP stack, which loops them
+ * back).
+ */
+static struct ib_ah *make_self_ah(struct ctx *c, bool mac)
+{
+	struct rdma_ah_attr ah_attr = {};
+
+	ah_attr.type = rdma_ah_find_type(c->dev, 1);
+	rdma_ah_set_port_num(&ah_attr, 1);
+	rdma_ah_set_grh(&ah_attr, &c->gid, 0, c->sgid, 64, 0);
+	if (mac)
+		memcpy(ah_attr.roce.dmac, c->mac, ETH_ALEN);
+	return rdma_create_ah(c->pd, &ah_attr, RDMA_CREATE_AH_SLEEPABLE);
+}
+
 /* A UD QP in RTS with @qkey, on @cq. */
 static struct ib_qp *make_ud(struct ctx *c, struct ib_cq *cq, u32 qkey)
 {
@@ -481,6 +551,37 @@ static struct ib_qp *make_ud(struct ctx *c, struct ib_cq *cq, u32 qkey)
 	return qp;
 }
 
+/* Two UD QPs with @qkey, a on @cqa and b on @cqb, and an address handle for
+ * the device's own GID (see make_self_ah for @mac). */
+struct ud_pair {
+	struct ib_qp *qa, *qb;
+	struct ib_ah *ah;
+};
+
+static int make_ud_pair(struct ctx *c, struct ud_pair *p, struct ib_cq *cqa,
+			struct ib_cq *cqb, u32 qkey, bool mac)
+{
+	p->qa = make_ud(c, cqa, qkey);
+	if (IS_ERR(p->qa))
+		return PTR_ERR(p->qa);
+	p->qb = make_ud(c, cqb, qkey);
+	if (IS_ERR(p->qb))
+		return PTR_ERR(p->qb);
+	p->ah = make_self_ah(c, mac);
+	return PTR_ERR_OR_ZERO(p->ah);
+}
+
+/* Frees what make_ud_pair made, whether or not it succeeded. */
+static void free_ud_pair(struct ud_pair *p)
+{
+	if (!IS_ERR_OR_NULL(p->ah))
+		rdma_destroy_ah(p->ah, RDMA_DESTROY_AH_SLEEPABLE);
+	if (!IS_ERR_OR_NULL(p->qb))
+		ib_destroy_qp(p->qb);
+	if (!IS_ERR_OR_NULL(p->qa))
+		ib_destroy_qp(p->qa);
+}
+
 /*
  * An inline SEND of 40 bytes between two UD QPs of the device, through an
  * address handle for its own GID: the receive holds the GRH, then the data.
@@ -488,9 +589,7 @@ static struct ib_qp *make_ud(struct ctx *c, struct ib_cq *cq, u32 qkey)
 static int case_ud(struct ctx *c)
 {
 	enum { LEN = 40, QKEY = 0x11223344 };
-	struct rdma_ah_attr ah_attr = {};
-	struct ib_qp *qa = NULL, *qb = NULL;
-	struct ib_ah *ah = NULL;
+	struct ud_pair p = {};
 	struct ib_cq *cq;
 	u8 src[LEN], want[LEN];
 	struct ib_sge sge = { .addr = (uintptr_t)src, .length = LEN };
@@ -510,28 +609,17 @@ static int case_ud(struct ctx *c)
 	cq = ib_alloc_cq(c->dev, NULL, 16, 0, IB_POLL_DIRECT);
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);
-	qa = make_ud(c, cq, QKEY);
-	qb = IS_ERR(qa) ? NULL : make_ud(c, cq, QKEY);
-	err = IS_ERR(qa) ? PTR_ERR(qa) : IS_ERR(qb) ? PTR_ERR(qb) : 0;
+	err = make_ud_pair(c, &p, cq, cq, QKEY, false);
 	if (err)
 		goto out;
-	ah_attr.type = rdma_ah_find_type(c->dev, 1);
-	rdma_ah_set_port_num(&ah_attr, 1);
-	rdma_ah_set_grh(&ah_attr, &c->gid, 0, c->sgid, 64, 0);
-	ah = rdma_create_ah(c->pd, &ah_attr, RDMA_CREATE_AH_SLEEPABLE);
-	if (IS_ERR(ah)) {
-		err = PTR_ERR(ah);
-		ah = NULL;
-		goto out;
-	}
 	pattern(want, LEN, 0x33);
 	memcpy(src, want, LEN);
-	err = post_recv(c, qb, 600);
+	err = post_recv(c, p.qb, 600);
 	if (err)
 		goto out;
-	wr.ah = ah;
-	wr.remote_qpn = qb->qp_num;
-	err = ib_post_send(qa, &wr.wr, NULL);
+	wr.ah = p.ah;
+	wr.remote_qpn = p.qb->qp_num;
+	err = ib_post_send(p.qa, &wr.wr, NULL);
 	if (err)
 		goto out;
 	memset(src, 0xee, LEN);
@@ -560,13 +648,392 @@ static int case_ud(struct ctx *c)
 			err = check_arrival(&wc);
 	}
 out:
-	if (ah)
-		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+	free_ud_pair(&p);
+	ib_free_cq(cq);
+	return err;
+}
+
+/* The held QP's run: held at most this long (the sender ends it sooner). */
+#define HOLD_MS 120000
+/* Datagrams of a full 1024-byte path MTU: rrxe hands a packet that large
+ * from a QP of the device to the receiving QP's work item. */
+#define DGRAM 1024
+
+struct hold {
+	atomic_t calls;
+	atomic_t entered;	/* 1: held, -1: not in a task, -2: one CPU */
+	atomic_t release;
+	bool expired;
+	/* If set, the run is also released once counter @idx of @st (read
+	 * into it, which allocates nothing) moves from @base. */
+	struct ib_device *dev;
+	struct rdma_hw_stats *st;
+	int idx;
+	u64 base;
+	bool moved;
+};
+
+/* Counter @h->idx of the device, now. */
+static u64 hold_counter(struct hold *h)
+{
+	h->dev->ops.get_hw_stats(h->dev, h->st, 1, h->idx);
+	return h->st->value[h->idx];
+}
+
+/*
+ * The receiving QP's completion handler, which rrxe calls from the QP's run.
+ * The first call holds that run until the sender releases it, so that every
+ * datagram sent meanwhile waits for the QP (or until a counter moves, see
+ * struct hold). It spins rather than sleeps: the run is in an RCU read-side
+ * section, which (without preemptible RCU) keeps its CPU. So only a run in a
+ * task, with another CPU for the sender, may be held.
+ */
+static void hold_run(struct ib_cq *cq, void *ctx)
+{
+	struct hold *h = ctx;
+	unsigned long end = jiffies + msecs_to_jiffies(HOLD_MS);
+
+	if (atomic_inc_return(&h->calls) != 1)
+		return;
+	if (!in_task() || num_online_cpus() < 2) {
+		atomic_set_release(&h->entered, in_task() ? -2 : -1);
+		return;
+	}
+	atomic_set_release(&h->entered, 1);
+	while (!atomic_read(&h->release)) {
+		if (h->st && hold_counter(h) != h->base) {
+			h->moved = true;
+			/* A little longer: the sender is refused again. */
+			mdelay(2);
+			return;
+		}
+		if (time_after(jiffies, end)) {
+			h->expired = true;
+			return;
+		}
+		cpu_relax();
+	}
+}
+
+/*
+ * Waits up to POLL_MS for hold_run to hold the run; says why not, naming the
+ * completion expected (@what), if it did not.
+ */
+static int wait_held(struct hold *h, const char *what)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(POLL_MS);
+	const char *why;
+
+	while (!atomic_read_acquire(&h->entered) && time_before(jiffies, end))
+		usleep_range(100, 200);
+	switch (atomic_read_acquire(&h->entered)) {
+	case 1:
+		return 0;
+	case 0:
+		why = "never came";
+		break;
+	case -1:
+		why = "came outside a task";
+		break;
+	default:
+		why = "came with one CPU online: the held run would keep the sender off it";
+	}
+	pr_err("rrxe_kverbs: %s's completion %s\n", what, why);
+	return -EIO;
+}
+
+/* Sends DGRAM bytes of a's buffer, signaled, from @p's a to its b and waits
+ * for the send's completion on @cq. */
+static int send_dgram(struct ctx *c, struct ud_pair *p, struct ib_cq *cq, u32 qkey, u64 wr_id)
+{
+	struct ib_sge sge = {
+		.addr = c->a.dma,
+		.length = DGRAM,
+		.lkey = c->pd->local_dma_lkey,
+	};
+	struct ib_ud_wr wr = {
+		.wr = {
+			.wr_id = wr_id,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IB_WR_SEND,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.ah = p->ah,
+		.remote_qpn = p->qb->qp_num,
+		.remote_qkey = qkey,
+	};
+	struct ib_wc wc;
+	int err = ib_post_send(p->qa, &wr.wr, NULL);
+
+	return err ?: expect(cq, wr_id, &wc);
+}
+
+/*
+ * @n datagrams to a UD QP whose run is held (by its completion handler, see
+ * hold_run) after its first datagram. Then the run goes on, and the QP must
+ * still take a datagram: receives are posted one at a time until one gets
+ * the last datagram's bytes rather than a stale one from the backlog.
+ */
+static int case_backlog(struct ctx *c, unsigned int n)
+{
+	enum { QKEY = 0x55667788, TRIES = 256 };
+	struct ib_cq_init_attr cattr = { .cqe = 16 };
+	struct ud_pair p = {};
+	struct ib_cq *cqa, *cqb;
+	struct hold h = {};
+	unsigned int i;
+	struct ib_wc wc;
+	int err;
+
+	cqa = ib_alloc_cq(c->dev, NULL, 16, 0, IB_POLL_DIRECT);
+	if (IS_ERR(cqa))
+		return PTR_ERR(cqa);
+	cqb = ib_create_cq(c->dev, hold_run, NULL, &h, &cattr);
+	if (IS_ERR(cqb)) {
+		ib_free_cq(cqa);
+		return PTR_ERR(cqb);
+	}
+	/* The datagrams go from QP to QP inside the device. */
+	err = make_ud_pair(c, &p, cqa, cqb, QKEY, true);
+	if (err)
+		goto out;
+	err = post_recv(c, p.qb, 700);
+	if (!err)
+		err = ib_req_notify_cq(cqb, IB_CQ_NEXT_COMP);
+	pattern(c->a.buf, DGRAM, 0x10);
+	if (!err)
+		err = send_dgram(c, &p, cqa, QKEY, 1);
+	if (err)
+		goto out;
+	err = wait_held(&h, "backlog: the first datagram");
+	if (err)
+		goto out;
+	for (i = 0; i < n && !err; i++)
+		err = send_dgram(c, &p, cqa, QKEY, 2 + i);
+	atomic_set(&h.release, 1);
+	if (err) {
+		pr_err("rrxe_kverbs: backlog: datagram %u of %u failed (%d)\n", i, n, err);
+		goto out;
+	}
+	if (h.expired) {
+		pr_err("rrxe_kverbs: backlog: the run was held for %u ms only, not through the flood\n",
+		       HOLD_MS);
+		err = -ETIME;
+		goto out;
+	}
+	pr_info("rrxe_kverbs: backlog: %u datagrams sent to the held QP\n", n);
+	err = expect(cqb, 700, &wc);
+	/* The QP goes on: a fresh datagram reaches a receive posted now. */
+	pattern(c->a.buf, DGRAM, 0x77);
+	for (i = 0; i < TRIES && !err; i++) {
+		err = post_recv(c, p.qb, 800 + i);
+		if (!err)
+			err = send_dgram(c, &p, cqa, QKEY, 900 + i);
+		if (!err)
+			err = expect(cqb, 800 + i, &wc);
+		if (!err && wc.byte_len == sizeof(struct ib_grh) + DGRAM &&
+		    !memcmp((u8 *)c->b.buf + sizeof(struct ib_grh), c->a.buf, DGRAM))
+			break;
+		/* A datagram from the backlog took it: let the run drain more. */
+		msleep(10);
+	}
+	if (!err && i == TRIES) {
+		pr_err("rrxe_kverbs: backlog: %u receives after the flood got no fresh datagram\n",
+		       TRIES);
+		err = -EIO;
+	}
+	if (!err)
+		pr_info("rrxe_kverbs: backlog: the QP received again (receive %u after the flood)\n",
+			i + 1);
+out:
+	atomic_set(&h.release, 1);
+	free_ud_pair(&p);
+	ib_destroy_cq(cqb);
+	ib_free_cq(cqa);
+	return err;
+}
+
+/* Index of the device's counter @name in @st, or -1. */
+static int counter_index(struct rdma_hw_stats *st, const char *name)
+{
+	int i;
+
+	for (i = 0; i < st->num_counters; i++)
+		if (!strcmp(st->descs[i].name, name))
+			return i;
+	return -1;
+}
+
+#define READ_LEN SZ_2M
+
+/* An RC QP with room for two READs, on @cq, or an error pointer. */
+static struct ib_qp *make_rc(struct ctx *c, struct ib_cq *cq)
+{
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = {
+			.max_send_wr = 4,
+			.max_recv_wr = 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+	};
+
+	return ib_create_qp(c->pd, &init);
+}
+
+/*
+ * Two READs from b's region into a's buffer, posted together on an RC pair of
+ * their own with a path MTU of 256: one of 8 bytes, then one of 2 MiB (8,192
+ * responses). The small one's completion holds the requester's run
+ * (hold_run), after the run has sent both requests, until the responder,
+ * streaming the large READ's responses into the requester's backlog, has been
+ * refused one (rcvd_backlog_full moved). The run then goes on, and the READ
+ * must complete with b's bytes.
+ */
+static int case_backlog_read(struct ctx *c)
+{
+	enum { SMALL = 8 };
+	struct ib_cq_init_attr cattr = { .cqe = 16 };
+	struct ib_qp *qa = NULL, *qb = NULL;
+	struct ib_cq *cqa = NULL, *cqb;
+	struct ib_mr *mr = NULL;
+	struct scatterlist sg;
+	bool sg_mapped = false;
+	u8 *src = NULL, *dst = NULL;
+	u64 dst_dma = 0;
+	struct hold h = { .dev = c->dev };
+	struct ib_sge sges[2];
+	struct ib_rdma_wr wr[2];
+	struct ib_wc wc;
+	int i, err;
+
+	cqb = ib_alloc_cq(c->dev, NULL, 16, 0, IB_POLL_DIRECT);
+	if (IS_ERR(cqb))
+		return PTR_ERR(cqb);
+	cqa = ib_create_cq(c->dev, hold_run, NULL, &h, &cattr);
+	if (IS_ERR(cqa)) {
+		err = PTR_ERR(cqa);
+		cqa = NULL;
+		goto out;
+	}
+	qa = make_rc(c, cqa);
+	qb = IS_ERR(qa) ? NULL : make_rc(c, cqb);
+	err = IS_ERR(qa) ? PTR_ERR(qa) : IS_ERR(qb) ? PTR_ERR(qb) : 0;
+	/* A local ACK timeout of 4.3 s: the hold must not look like a loss. */
+	if (!err)
+		err = connect_qp(c, qa, qb->qp_num, IB_MTU_256, 2, 20);
+	if (!err)
+		err = connect_qp(c, qb, qa->qp_num, IB_MTU_256, 2, 20);
+	if (err)
+		goto out;
+	src = kmalloc(READ_LEN, GFP_KERNEL);
+	dst = kzalloc(READ_LEN + SMALL, GFP_KERNEL);
+	if (!src || !dst) {
+		err = -ENOMEM;
+		goto out;
+	}
+	pattern(src, READ_LEN, 0x5a);
+	dst_dma = ib_dma_map_single(c->dev, dst, READ_LEN + SMALL, DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(c->dev, dst_dma)) {
+		dst_dma = 0;
+		err = -ENOMEM;
+		goto out;
+	}
+	/* b's region, readable from a: a fast registration of src. */
+	mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, READ_LEN / PAGE_SIZE);
+	if (IS_ERR(mr)) {
+		err = PTR_ERR(mr);
+		mr = NULL;
+		goto out;
+	}
+	sg_init_one(&sg, src, READ_LEN);
+	if (ib_dma_map_sg(c->dev, &sg, 1, DMA_TO_DEVICE) != 1) {
+		err = -ENOMEM;
+		goto out;
+	}
+	sg_mapped = true;
+	err = fast_register(qb, cqb, mr, &sg, IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ, 1000);
+	if (err)
+		goto out;
+	h.st = c->dev->ops.alloc_hw_port_stats ? c->dev->ops.alloc_hw_port_stats(c->dev, 1) : NULL;
+	h.idx = h.st ? counter_index(h.st, "rcvd_backlog_full") : -1;
+	if (h.idx < 0) {
+		pr_err("rrxe_kverbs: backlog_read: the device has no counter rcvd_backlog_full\n");
+		err = -ENOENT;
+		goto out;
+	}
+	h.base = hold_counter(&h);
+	err = ib_req_notify_cq(cqa, IB_CQ_NEXT_COMP);
+	if (err)
+		goto out;
+	/* The small READ lands after the large one's bytes in dst. */
+	for (i = 0; i < 2; i++) {
+		sges[i] = (struct ib_sge) {
+			.addr = dst_dma + (i ? 0 : READ_LEN),
+			.length = i ? READ_LEN : SMALL,
+			.lkey = c->pd->local_dma_lkey,
+		};
+		wr[i] = (struct ib_rdma_wr) {
+			.wr = {
+				.wr_id = 1100 + i,
+				.next = i ? NULL : &wr[1].wr,
+				.sg_list = &sges[i],
+				.num_sge = 1,
+				.opcode = IB_WR_RDMA_READ,
+				.send_flags = IB_SEND_SIGNALED,
+			},
+			.remote_addr = mr->iova,
+			.rkey = mr->rkey,
+		};
+	}
+	err = ib_post_send(qa, &wr[0].wr, NULL);
+	if (err)
+		goto out;
+	err = wait_held(&h, "backlog_read: the small READ");
+	if (err)
+		goto out;
+	/* 8,192 responses take a while on a debug kernel under emulation. */
+	for (i = 0; i < 2 && !err; i++)
+		err = expect_within(cqa, 1100 + i, &wc, 120000);
+	if (err)
+		goto out;
+	if (!h.moved) {
+		pr_err("rrxe_kverbs: backlog_read: the run was let go before any response was refused (%s)\n",
+		       h.expired ? "held too long" : "released");
+		err = -EIO;
+		goto out;
+	}
+	if (memcmp(dst, src, READ_LEN) || memcmp(dst + READ_LEN, src, SMALL)) {
+		pr_err("rrxe_kverbs: backlog_read: the READ bytes differ\n");
+		err = -EIO;
+		goto out;
+	}
+	pr_info("rrxe_kverbs: backlog_read: %u bytes read, the responder refused while the requester was held\n",
+		READ_LEN);
+out:
+	atomic_set(&h.release, 1);
 	if (!IS_ERR_OR_NULL(qb))
 		ib_destroy_qp(qb);
 	if (!IS_ERR_OR_NULL(qa))
 		ib_destroy_qp(qa);
-	ib_free_cq(cq);
+	if (mr)
+		ib_dereg_mr(mr);
+	if (sg_mapped)
+		ib_dma_unmap_sg(c->dev, &sg, 1, DMA_TO_DEVICE);
+	if (dst_dma)
+		ib_dma_unmap_single(c->dev, dst_dma, READ_LEN + SMALL, DMA_FROM_DEVICE);
+	kfree(dst);
+	kfree(src);
+	if (h.st)
+		rdma_free_hw_stats_struct(h.st);
+	if (cqa)
+		ib_destroy_cq(cqa);
+	ib_free_cq(cqb);
 	return err;
 }
 
@@ -586,9 +1053,9 @@ static int setup(struct ctx *c)
 	if (!err)
 		err = make_end(c, &c->b);
 	if (!err)
-		err = connect_qp(c, c->a.qp, c->b.qp->qp_num);
+		err = connect_qp(c, c->a.qp, c->b.qp->qp_num, IB_MTU_1024, 1, 14);
 	if (!err)
-		err = connect_qp(c, c->b.qp, c->a.qp->qp_num);
+		err = connect_qp(c, c->b.qp, c->a.qp->qp_num, IB_MTU_1024, 1, 14);
 	return err;
 }
 
@@ -615,7 +1082,11 @@ static int run_cases(struct ib_device *dev, const u8 *mac)
 	ether_addr_copy(c->mac, mac);
 	err = setup(c);
 	result(c, "setup (two RC QPs with 64 bytes of inline data)", err);
-	if (!err) {
+	if (!err && backlog) {
+		result(c, "datagrams to a UD QP whose run is held", case_backlog(c, backlog));
+	} else if (!err && backlog_read) {
+		result(c, "READ responses for an RC QP whose run is held", case_backlog_read(c));
+	} else if (!err) {
 		result(c, "inline SEND of 0 bytes", case_send(c, 0, 1, false));
 		result(c, "inline SEND of 1 byte", case_send(c, 1, 1, false));
 		result(c, "inline SEND of 64 bytes", case_send(c, INLINE_SIZE, 1, false));

@@ -112,14 +112,19 @@ impl Datapath {
     /// Hands `skb` (data at its BTH, IP and UDP headers in front) to QP
     /// `qpn`, which runs at once unless it is already running somewhere
     /// (then it takes the packet before it stops) or `depth` says this is
-    /// already a QP run nested in another.
-    pub(crate) fn deliver(&self, qpn: u32, skb: SkBuff, depth: u8) {
+    /// already a QP run nested in another. Returns `false` only if the QP's
+    /// backlog was full and the sender `may_wait` (see [`QpCore::receive`]).
+    pub(crate) fn deliver(&self, qpn: u32, skb: SkBuff, depth: u8, may_wait: bool) -> bool {
         if qpn == crate::params::MULTICAST_QPN {
-            return self.deliver_multicast(skb, depth);
+            self.deliver_multicast(skb, depth);
+            return true;
         }
         match self.qps.get(qpn) {
-            Some(qp) => QpCore::receive(&qp, skb, depth),
-            None => self.drop_packet(Counter::RcvdNoQp),
+            Some(qp) => QpCore::receive(&qp, skb, depth, may_wait),
+            None => {
+                self.drop_packet(Counter::RcvdNoQp);
+                true
+            }
         }
     }
 
@@ -136,11 +141,13 @@ impl Datapath {
         for &qpn in others {
             // Unreliable service: a member that gets no copy loses the datagram.
             if let (Some(copy), Some(qp)) = (skb.try_clone(), self.qps.get(qpn)) {
-                QpCore::receive(&qp, copy, depth);
+                let _ = QpCore::receive(&qp, copy, depth, false);
             }
         }
         match self.qps.get(last) {
-            Some(qp) => QpCore::receive(&qp, skb, depth),
+            Some(qp) => {
+                let _ = QpCore::receive(&qp, skb, depth, false);
+            }
             None => self.drop_packet(Counter::RcvdNoQp),
         }
     }

@@ -300,10 +300,13 @@ impl TxSink for Tx<'_> {
         let Some(pkt) = self.cur.take() else {
             return true;
         };
-        if self
-            .path
-            .send(&self.core.dp, pkt, self.dest_qpn, self.depth)
-            || !self.may_refuse
+        if self.path.send(
+            &self.core.dp,
+            pkt,
+            self.dest_qpn,
+            self.depth,
+            self.may_refuse,
+        ) || !self.may_refuse
         {
             self.sent_any = true;
             return true;

@@ -4,8 +4,8 @@
 //! `/sys/class/infiniband/DEV/ports/1/hw_counters/`).
 //!
 //! The first seventeen are upstream rxe's, with its names, so tools written
-//! for rxe read rrxe the same way; the next three count received packets
-//! that were dropped before they reached a QP, and the last three are about
+//! for rxe read rrxe the same way; the next four count received packets
+//! that were dropped before a QP took them, and the last three are about
 //! sending (zero copy, a full transmit queue, the congestion window).
 
 use crate::{proto::Counters, rdma::stats::CounterDesc};
@@ -57,6 +57,9 @@ pub(crate) enum Counter {
     RcvdHdrErr,
     /// Received packets for a QP that does not exist or cannot receive.
     RcvdNoQp,
+    /// Received packets dropped because their QP had
+    /// [`crate::exec::RX_BACKLOG_MAX`] packets waiting for its run already.
+    RcvdBacklogFull,
     /// Packets sent with their payload taken from user pages by reference
     /// instead of copied (to a QP of the same device).
     ZeroCopyPkts,
@@ -92,6 +95,7 @@ pub(crate) static NAMES: [CounterDesc; NUM] = [
     CounterDesc::new(c"rcvd_icrc_err"),
     CounterDesc::new(c"rcvd_hdr_err"),
     CounterDesc::new(c"rcvd_no_qp"),
+    CounterDesc::new(c"rcvd_backlog_full"),
     CounterDesc::new(c"zero_copy_pkts"),
     CounterDesc::new(c"send_queue_full"),
     CounterDesc::new(c"cwnd_cuts"),

@@ -319,7 +319,8 @@ fn send_one(
             }
         }
     }
-    if !path.send(dp, pkt, w.remote_qpn, depth) {
+    // A full backlog at a QP of this device drops the datagram.
+    if !path.send(dp, pkt, w.remote_qpn, depth, false) {
         return Ok(false);
     }
     ud.psn = ud.psn.wrapping_add(1) & 0x00ff_ffff;

@@ -206,11 +206,21 @@ impl Path {
     /// Sends `pkt` to the QP `dest_qpn` at the other end. `depth` is how
     /// deep the caller is in QP runs nested by local delivery (0 when the
     /// caller runs on its own). Returns `false` if the net device's
-    /// transmit queue was full (`send_queue_full`): the packet was not
-    /// sent, and the caller may send it again later. Any other packet that
-    /// cannot be sent is lost, as on a wire; the protocol recovers.
+    /// transmit queue was full (`send_queue_full`), or if the receiving QP
+    /// is one of this device with a full backlog (`rcvd_backlog_full`,
+    /// [`crate::exec::RX_BACKLOG_MAX`]) and the caller `may_wait` (a
+    /// connected QP): the packet was not sent, and the caller may send it
+    /// again later. Any other packet that cannot be sent is lost, as on a
+    /// wire (a datagram for a full backlog too); the protocol recovers.
     #[must_use]
-    pub(crate) fn send(&self, dp: &Datapath, mut pkt: Packet, dest_qpn: u32, depth: u8) -> bool {
+    pub(crate) fn send(
+        &self,
+        dp: &Datapath,
+        mut pkt: Packet,
+        dest_qpn: u32,
+        depth: u8,
+        may_wait: bool,
+    ) -> bool {
         let stream = self.local && asks_for_a_stream(pkt.bytes());
         let mut skb = pkt.skb;
         let len = skb.len() as u64;
@@ -219,10 +229,6 @@ impl Path {
                 dp.stats.inc(Counter::SendErr);
                 return true;
             }
-            dp.stats.inc(Counter::SentPkts);
-            dp.stats.add(Counter::SentBytes, len);
-            dp.stats.inc(Counter::RcvdPkts);
-            dp.stats.add(Counter::RcvdBytes, len);
             // A full-size packet is part of a stream: the receiving QP runs
             // from its work item, on another CPU, while this one builds the
             // next packets, so the two ends of a transfer run side by side;
@@ -235,7 +241,13 @@ impl Path {
             } else {
                 depth.saturating_add(1)
             };
-            dp.deliver(dest_qpn, skb, depth);
+            if !dp.deliver(dest_qpn, skb, depth, may_wait) {
+                return false;
+            }
+            dp.stats.inc(Counter::SentPkts);
+            dp.stats.add(Counter::SentBytes, len);
+            dp.stats.inc(Counter::RcvdPkts);
+            dp.stats.add(Counter::RcvdBytes, len);
             return true;
         }
         let seal = |p: &mut [u8]| icrc::fill_ip_packet(&mut crc32, p).map_err(|_| EINVAL);

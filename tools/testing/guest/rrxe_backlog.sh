@@ -1,0 +1,48 @@
+#!/bin/sh
+# A QP's receive backlog is bounded (RX_BACKLOG_MAX, 4,096 packets waiting for the
+# QP's run, exec.rs), through two cases of the rrxe_kverbs test module
+# (tools/testing/kverbs/rrxe_kverbs.c) on rrxe0:
+# - backlog=5000: a UD QP's run is held (in its completion handler) while another UD
+#   QP sends it 5,000 datagrams of 1 KiB. rcvd_backlog_full must grow by exactly
+#   5,000 - 4,096. The 4,096 that waited find no receive posted when the run goes on
+#   (UD drops them, counted as rcvd_hdr_err: at most 4,096 plus the module's probes
+#   after the flood), rcvd_no_qp must not move, and the QP then takes a fresh datagram.
+# - backlog_read=1: an RDMA READ of 2 MiB (8,192 responses at a path MTU of 256) on an
+#   RC QP whose run is held until the responder's READ responses have filled its
+#   backlog. The responder is refused (rcvd_backlog_full grows) and sends again once
+#   the run goes on: the READ completes with the right bytes, and nothing was lost or
+#   retransmitted (completer_retry_err, rcvd_seq_err, duplicate_request,
+#   out_of_seq_request stay).
+# Both hold a QP's run on one CPU while the sender runs on another: the guest needs
+# two, on the debug kernel too (whose guests have one unless a test asks).
+# topology: single
+# smp: 2
+# timeout: 300
+. "$RRXE_LIB"
+
+[ "$(nproc)" -ge 2 ] || fail "needs two CPUs (a held QP run keeps its CPU)"
+load_rrxe rrxe0
+hw=/sys/class/infiniband/rrxe0/ports/1/hw_counters
+c() { cat $hw/$1; }
+n=5000 max=4096
+full0=$(c rcvd_backlog_full) hdr0=$(c rcvd_hdr_err) noqp0=$(c rcvd_no_qp)
+kverbs_cases backlog=$n
+full=$(( $(c rcvd_backlog_full) - full0 ))
+hdr=$(( $(c rcvd_hdr_err) - hdr0 )) noqp=$(( $(c rcvd_no_qp) - noqp0 ))
+log "of $n datagrams to the held QP: rcvd_backlog_full +$full, rcvd_hdr_err +$hdr, rcvd_no_qp +$noqp"
+[ "$full" = $((n - max)) ] || fail "rcvd_backlog_full grew by $full, expected $((n - max))"
+[ "$hdr" -le $((max + 256)) ] || fail "rcvd_hdr_err grew by $hdr, more than the backlog and the probes"
+[ "$noqp" = 0 ] || fail "rcvd_no_qp moved"
+
+lossy="completer_retry_err rcvd_seq_err duplicate_request out_of_seq_request"
+full0=$(c rcvd_backlog_full)
+for k in $lossy; do eval "b_$k=\$(c $k)"; done
+kverbs_cases backlog_read=1
+full=$(( $(c rcvd_backlog_full) - full0 ))
+log "READ responses refused while the requester was held: rcvd_backlog_full +$full"
+[ "$full" -gt 0 ] || fail "rcvd_backlog_full did not move"
+for k in $lossy; do
+    eval "d=\$(( \$(c $k) - b_$k ))"
+    [ "$d" = 0 ] || fail "$k grew by $d: a refused response was lost"
+done
+log "backlog bounded"
