@@ -659,26 +659,54 @@ out:
  * from a QP of the device to the receiving QP's work item. */
 #define DGRAM 1024
 
+/* One of the device's port counters, read with its get_hw_stats. */
+struct counter {
+	struct ib_device *dev;
+	struct rdma_hw_stats *st;
+	int idx;
+};
+
+/* Opens the device's counter @name; 0 or an error. */
+static int counter_open(struct ctx *c, struct counter *k, const char *name)
+{
+	int i;
+
+	k->dev = c->dev;
+	k->idx = -1;
+	k->st = c->dev->ops.alloc_hw_port_stats ? c->dev->ops.alloc_hw_port_stats(c->dev, 1) : NULL;
+	for (i = 0; k->st && i < k->st->num_counters; i++)
+		if (!strcmp(k->st->descs[i].name, name))
+			k->idx = i;
+	if (k->idx < 0) {
+		pr_err("rrxe_kverbs: the device has no counter %s\n", name);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* The counter's value now (allocates nothing: fit for any context). */
+static u64 counter_read(struct counter *k)
+{
+	k->dev->ops.get_hw_stats(k->dev, k->st, 1, k->idx);
+	return k->st->value[k->idx];
+}
+
+static void counter_close(struct counter *k)
+{
+	if (k->st)
+		rdma_free_hw_stats_struct(k->st);
+}
+
 struct hold {
 	atomic_t calls;
 	atomic_t entered;	/* 1: held, -1: not in a task, -2: one CPU */
 	atomic_t release;
 	bool expired;
-	/* If set, the run is also released once counter @idx of @st (read
-	 * into it, which allocates nothing) moves from @base. */
-	struct ib_device *dev;
-	struct rdma_hw_stats *st;
-	int idx;
+	/* If set, the run is also released once @watch moves from @base. */
+	struct counter *watch;
 	u64 base;
 	bool moved;
 };
-
-/* Counter @h->idx of the device, now. */
-static u64 hold_counter(struct hold *h)
-{
-	h->dev->ops.get_hw_stats(h->dev, h->st, 1, h->idx);
-	return h->st->value[h->idx];
-}
 
 /*
  * The receiving QP's completion handler, which rrxe calls from the QP's run.
@@ -701,7 +729,7 @@ static void hold_run(struct ib_cq *cq, void *ctx)
 	}
 	atomic_set_release(&h->entered, 1);
 	while (!atomic_read(&h->release)) {
-		if (h->st && hold_counter(h) != h->base) {
+		if (h->watch && counter_read(h->watch) != h->base) {
 			h->moved = true;
 			/* A little longer: the sender is refused again. */
 			mdelay(2);
@@ -781,7 +809,9 @@ static int case_backlog(struct ctx *c, unsigned int n)
 	struct ib_cq_init_attr cattr = { .cqe = 16 };
 	struct ud_pair p = {};
 	struct ib_cq *cqa, *cqb;
+	struct counter full = {};
 	struct hold h = {};
+	u64 before, dropped;
 	unsigned int i;
 	struct ib_wc wc;
 	int err;
@@ -796,6 +826,8 @@ static int case_backlog(struct ctx *c, unsigned int n)
 	}
 	/* The datagrams go from QP to QP inside the device. */
 	err = make_ud_pair(c, &p, cqa, cqb, QKEY, true);
+	if (!err)
+		err = counter_open(c, &full, "rcvd_backlog_full");
 	if (err)
 		goto out;
 	err = post_recv(c, p.qb, 700);
@@ -809,8 +841,11 @@ static int case_backlog(struct ctx *c, unsigned int n)
 	err = wait_held(&h, "backlog: the first datagram");
 	if (err)
 		goto out;
+	before = counter_read(&full);
 	for (i = 0; i < n && !err; i++)
 		err = send_dgram(c, &p, cqa, QKEY, 2 + i);
+	/* What the flood dropped (probes sent before the run drains add more). */
+	dropped = counter_read(&full) - before;
 	atomic_set(&h.release, 1);
 	if (err) {
 		pr_err("rrxe_kverbs: backlog: datagram %u of %u failed (%d)\n", i, n, err);
@@ -822,7 +857,8 @@ static int case_backlog(struct ctx *c, unsigned int n)
 		err = -ETIME;
 		goto out;
 	}
-	pr_info("rrxe_kverbs: backlog: %u datagrams sent to the held QP\n", n);
+	pr_info("rrxe_kverbs: backlog: %u datagrams sent to the held QP, rcvd_backlog_full +%llu\n",
+		n, dropped);
 	err = expect(cqb, 700, &wc);
 	/* The QP goes on: a fresh datagram reaches a receive posted now. */
 	pattern(c->a.buf, DGRAM, 0x77);
@@ -848,21 +884,11 @@ static int case_backlog(struct ctx *c, unsigned int n)
 			i + 1);
 out:
 	atomic_set(&h.release, 1);
+	counter_close(&full);
 	free_ud_pair(&p);
 	ib_destroy_cq(cqb);
 	ib_free_cq(cqa);
 	return err;
-}
-
-/* Index of the device's counter @name in @st, or -1. */
-static int counter_index(struct rdma_hw_stats *st, const char *name)
-{
-	int i;
-
-	for (i = 0; i < st->num_counters; i++)
-		if (!strcmp(st->descs[i].name, name))
-			return i;
-	return -1;
 }
 
 #define READ_LEN SZ_2M
@@ -906,7 +932,8 @@ static int case_backlog_read(struct ctx *c)
 	bool sg_mapped = false;
 	u8 *src = NULL, *dst = NULL;
 	u64 dst_dma = 0;
-	struct hold h = { .dev = c->dev };
+	struct counter full = {};
+	struct hold h = { .watch = &full };
 	struct ib_sge sges[2];
 	struct ib_rdma_wr wr[2];
 	struct ib_wc wc;
@@ -960,14 +987,10 @@ static int case_backlog_read(struct ctx *c)
 	err = fast_register(qb, cqb, mr, &sg, IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ, 1000);
 	if (err)
 		goto out;
-	h.st = c->dev->ops.alloc_hw_port_stats ? c->dev->ops.alloc_hw_port_stats(c->dev, 1) : NULL;
-	h.idx = h.st ? counter_index(h.st, "rcvd_backlog_full") : -1;
-	if (h.idx < 0) {
-		pr_err("rrxe_kverbs: backlog_read: the device has no counter rcvd_backlog_full\n");
-		err = -ENOENT;
+	err = counter_open(c, &full, "rcvd_backlog_full");
+	if (err)
 		goto out;
-	}
-	h.base = hold_counter(&h);
+	h.base = counter_read(&full);
 	err = ib_req_notify_cq(cqa, IB_CQ_NEXT_COMP);
 	if (err)
 		goto out;
@@ -1029,8 +1052,7 @@ out:
 		ib_dma_unmap_single(c->dev, dst_dma, READ_LEN + SMALL, DMA_FROM_DEVICE);
 	kfree(dst);
 	kfree(src);
-	if (h.st)
-		rdma_free_hw_stats_struct(h.st);
+	counter_close(&full);
 	if (cqa)
 		ib_destroy_cq(cqa);
 	ib_free_cq(cqb);
