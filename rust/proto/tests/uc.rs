@@ -184,6 +184,7 @@ fn uc_clean_delivery() {
     // 3 + 4 + 1 + 1 + 4 + 1 + 2 packets, each sent once, across the PSN wrap.
     assert_eq!(sim.nodes[0].qp.counters().tx_packets, 16);
     assert_eq!(sim.nodes[1].qp.counters().uc_dropped, 0);
+    assert_eq!(sim.nodes[1].qp.counters().out_of_buffer, 0);
     assert_quiet(&sim);
 }
 
@@ -252,6 +253,8 @@ fn uc_remote_errors_drop_silently() {
     // the 100-byte buffer, which then takes message 3), the bad key's 2,
     // the bounds error's 2 and the SEND that found no WQE.
     assert_eq!(sim.nodes[1].qp.counters().uc_dropped, 7);
+    // Of those, only the last found no receive WQE.
+    assert_eq!(sim.nodes[1].qp.counters().out_of_buffer, 1);
     assert_eq!(sim.nodes[1].qp.responder_failure(), None);
     assert_quiet(&sim);
 }

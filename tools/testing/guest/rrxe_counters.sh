@@ -22,8 +22,8 @@ log "before: $(cat /tmp/stat0.out)"
 for n in sent_pkts rcvd_pkts duplicate_request out_of_seq_request rcvd_rnr_err \
         send_rnr_err rcvd_seq_err ack_deferred retry_exceeded_err retry_rnr_exceeded_err \
         completer_retry_err send_err link_downed rdma_sends rdma_recvs sent_bytes rcvd_bytes \
-        rcvd_icrc_err rcvd_hdr_err rcvd_no_qp rcvd_backlog_full zero_copy_pkts send_queue_full \
-        cwnd_cuts; do
+        rcvd_icrc_err rcvd_hdr_err rcvd_no_qp rcvd_backlog_full out_of_buffer zero_copy_pkts \
+        send_queue_full cwnd_cuts; do
     counter $n /tmp/stat0.out > /dev/null || fail "rdma statistic shows no counter $n"
 done
 
@@ -49,7 +49,7 @@ grew rcvd_bytes $((200 * 4096))
 # ibv_rc_pingpong's MTU of 1024) goes with its payload taken from the pages.
 grew zero_copy_pkts $((200 * 4))
 for n in retry_exceeded_err retry_rnr_exceeded_err send_err rcvd_icrc_err rcvd_hdr_err \
-        rcvd_backlog_full send_queue_full cwnd_cuts; do
+        rcvd_backlog_full out_of_buffer send_queue_full cwnd_cuts; do
     [ "$(counter $n /tmp/stat1.out)" = "$(counter $n /tmp/stat0.out)" ] || fail "$n moved"
 done
 # sysfs reads the same counters (they only grow; nothing runs now).

@@ -60,6 +60,11 @@ pub(crate) enum Counter {
     /// Received packets dropped because their QP had
     /// [`crate::exec::RX_BACKLOG_MAX`] packets waiting for its run already.
     RcvdBacklogFull,
+    /// Received messages dropped because their QP had no receive request
+    /// posted for them: a UD datagram, or a UC message (an RC request is
+    /// answered with an RNR NAK instead, `send_rnr_err`). The name is the
+    /// one mlx5 gives this counter.
+    OutOfBuffer,
     /// Packets sent with their payload taken from user pages by reference
     /// instead of copied (to a QP of the same device).
     ZeroCopyPkts,
@@ -96,6 +101,7 @@ pub(crate) static NAMES: [CounterDesc; NUM] = [
     CounterDesc::new(c"rcvd_hdr_err"),
     CounterDesc::new(c"rcvd_no_qp"),
     CounterDesc::new(c"rcvd_backlog_full"),
+    CounterDesc::new(c"out_of_buffer"),
     CounterDesc::new(c"zero_copy_pkts"),
     CounterDesc::new(c"send_queue_full"),
     CounterDesc::new(c"cwnd_cuts"),
@@ -152,6 +158,7 @@ impl Stats {
             RdmaSends: sends_sent,
             RdmaRecvs: sends_received,
             RcvdHdrErr: rx_dropped,
+            OutOfBuffer: out_of_buffer,
         );
     }
 

@@ -95,6 +95,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         match receive_skb(&qp, rq, srq, &mut mem, &skb) {
             Rx::Delivered => {}
             Rx::Dropped => dp.drop_packet(Counter::RcvdHdrErr),
+            Rx::NoBuffer => dp.drop_packet(Counter::OutOfBuffer),
             Rx::Failed => {
                 // A receive completed in error: the QP fails (its send
                 // queue too), as for any completion error on receive.
@@ -345,9 +346,10 @@ fn port_mtu(dp: &Datapath) -> usize {
 enum Rx {
     /// Written into a receive request, completed.
     Delivered,
-    /// Not for this QP (wrong Q_Key, opcode), or no receive request posted:
-    /// dropped, as UD allows.
+    /// Not for this QP (wrong Q_Key, opcode): dropped.
     Dropped,
+    /// No receive request posted: dropped, as UD allows.
+    NoBuffer,
     /// Its receive request completed with an error: the QP fails.
     Failed,
 }
@@ -371,7 +373,7 @@ fn receive(
     let mut buf = wqe::RecvCopy::new();
     // UD has no flow control: without a receive WQE the datagram is dropped.
     if !take_recv(rq, srq, &mut buf) {
-        return Rx::Dropped;
+        return Rx::NoBuffer;
     }
     let (wr_id, sges) = wqe::recv_sges(buf.bytes(), qp.max_recv_sge);
     let mut grh = [0u8; GRH_LEN];

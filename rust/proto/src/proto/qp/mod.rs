@@ -189,6 +189,11 @@ pub struct Counters {
     /// rest of a message that lost a packet, or of one the responder could
     /// not execute (no receive WQE, a bad key, too long).
     pub uc_dropped: u64,
+    /// UC messages dropped because no receive WQE was posted for them
+    /// (counted once per message, also in [`Counters::uc_dropped`]). RC
+    /// answers such a request with an RNR NAK instead
+    /// ([`Counters::rnr_naks_sent`]).
+    pub out_of_buffer: u64,
 }
 
 /// Where a QP's queues live: the storage types of its four queues.

@@ -368,6 +368,9 @@ impl<S: Storage> Responder<S> {
             || (info.has(mask::WRITE) && !cfg.remote.write)
             || (info.has(mask::RWR) && self.rq.is_empty());
         if refused {
+            if info.has(mask::RWR) && self.rq.is_empty() {
+                ctr.out_of_buffer = ctr.out_of_buffer.wrapping_add(1);
+            }
             self.drop_message(ctr);
             false
         } else if info.has(mask::SEND) {
