@@ -31,9 +31,19 @@ impl OwnedQueue {
     /// A high-priority, unbound workqueue called `name` (work items run
     /// soon, on any CPU, and may sleep).
     pub fn new(name: &'static CStr) -> Result<Self> {
+        Self::alloc(name, false)
+    }
+
+    /// A high-priority per-CPU workqueue called `name`: a work item runs
+    /// soon, and may sleep, on the CPU that enqueued it ([`Queue::enqueue`]).
+    pub fn new_per_cpu(name: &'static CStr) -> Result<Self> {
+        Self::alloc(name, true)
+    }
+
+    fn alloc(name: &'static CStr, per_cpu: bool) -> Result<Self> {
         // SAFETY: `name` is a static C string; the shim returns a new
         // workqueue or NULL.
-        let raw = unsafe { b::rrxe_alloc_workqueue(name.as_char_ptr()) };
+        let raw = unsafe { b::rrxe_alloc_workqueue(name.as_char_ptr(), per_cpu) };
         // INVARIANT: from `alloc_workqueue`.
         Ok(Self {
             raw: NonNull::new(raw).ok_or(ENOMEM)?,

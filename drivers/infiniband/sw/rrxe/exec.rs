@@ -15,6 +15,15 @@
 //! one busy QP, or two local QPs that keep kicking each other, cannot hold a
 //! CPU.
 //!
+//! A QP has two work items. One runs on the module's per-CPU workqueue
+//! ([`QUEUE`]): a run left for later follows on the CPU that left it. The
+//! other runs on an unbound workqueue of its own ([`STREAMS`]), for a QP that
+//! another QP of the device streams full-size packets to, and such a run
+//! nests no other QP's run: what it sends to the sending end (ACKs) kicks
+//! that QP's work item. So the two ends of a transfer run in two workers,
+//! side by side, where one context used to run both in turn. Both items only
+//! kick the QP, so whichever runs it, the runs stay serialized.
+//!
 //! A run holds the RCU read lock: memory regions are only deregistered
 //! after a grace period (see [`crate::mem`]). It never sleeps, but for one
 //! case: while on-demand paging regions exist on the device, user QPs run
@@ -87,9 +96,40 @@ const MAX_RUNS: u32 = 4;
 /// flight) peaked at 3,840.
 pub(crate) const RX_BACKLOG_MAX: usize = 4096;
 
-/// The module's workqueue for QP work items.
+/// The module's per-CPU workqueue for QP runs left for later (a budget
+/// spent, the timer, a verb, a run that must be able to sleep): such a run
+/// follows on the CPU that left it, where the QP's state is warm.
 pub(crate) static QUEUE: crate::sync::global::Global<crate::sync::workqueue::OwnedQueue> =
     crate::sync::global::Global::new();
+
+/// The module's unbound workqueue for the runs of a QP that another QP of
+/// the device sends a stream of full-size packets ([`DEFER`]), and for what
+/// those runs leave. Its workers are not [`QUEUE`]'s, so the worker that
+/// runs the sender does not take the receiver's runs in between its own,
+/// and the scheduler gives the two their own CPUs. With one unbound queue
+/// for both, and the sender run nested in the receiver's run by each ACK,
+/// one worker ran both ends of an `ib_write_bw` while the guest's other CPU
+/// only polled completions (`Documentation/benchmarks.rst`).
+pub(crate) static STREAMS: crate::sync::global::Global<crate::sync::workqueue::OwnedQueue> =
+    crate::sync::global::Global::new();
+
+/// The work item of a QP's runs on [`QUEUE`].
+const WORK: u64 = 0;
+
+/// The work item of a QP's runs on [`STREAMS`].
+const STREAM_WORK: u64 = 1;
+
+/// Who runs a QP.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Runner {
+    /// The context that kicked it (a system call, a softirq, another QP's
+    /// run).
+    Caller,
+    /// Its work item on [`QUEUE`].
+    Work,
+    /// Its work item on [`STREAMS`].
+    Stream,
+}
 
 /// Monotonic time in microseconds.
 pub(crate) fn now_us() -> u64 {
@@ -201,15 +241,20 @@ pub(crate) struct QpCore {
     timer_due: AtomicBool,
     /// The deadline (µs) the timer is armed for, `u64::MAX` for none.
     armed_at: AtomicU64,
-    /// The current run is the work item's, which may sleep.
+    /// The current run is a work item's, which may sleep.
     in_work: AtomicBool,
+    /// The current run is the stream work item's: what it leaves goes to
+    /// that item again.
+    in_stream: AtomicBool,
     /// Packets received for the QP, not yet taken by a run.
     #[pin]
     rx: SkbQueue,
     #[pin]
     timer: HrTimer<QpCore>,
     #[pin]
-    work: Work<QpCore>,
+    work: Work<QpCore, WORK>,
+    #[pin]
+    stream_work: Work<QpCore, STREAM_WORK>,
     /// Kernel QPs: the producer sides of the send and receive rings, used by
     /// `post_send`/`post_recv` in any context.
     #[pin]
@@ -228,7 +273,8 @@ impl_has_hr_timer! {
 }
 
 impl_has_work! {
-    impl HasWork<Self> for QpCore { self.work }
+    impl HasWork<Self, WORK> for QpCore { self.work }
+    impl HasWork<Self, STREAM_WORK> for QpCore { self.stream_work }
 }
 
 /// The attributes of a QP that never change.
@@ -274,9 +320,11 @@ impl QpCore {
                 timer_due: AtomicBool::new(false),
                 armed_at: AtomicU64::new(u64::MAX),
                 in_work: AtomicBool::new(false),
+                in_stream: AtomicBool::new(false),
                 rx <- SkbQueue::new(),
                 timer <- HrTimer::new(),
                 work <- new_work!("rrxe::QpCore::work"),
+                stream_work <- new_work!("rrxe::QpCore::stream_work"),
                 ksq <- new_spinlock_irq!(ksq),
                 krq <- new_spinlock_irq!(krq),
                 exec: Serial::new(Some(live)),
@@ -331,7 +379,7 @@ impl QpCore {
     /// running it (which then runs it once more) or this would nest runs
     /// too deep (then its work item runs it).
     pub(crate) fn kick(this: &Arc<Self>, depth: u8) {
-        Self::kick_from(this, depth, false)
+        Self::kick_from(this, depth, Runner::Caller)
     }
 
     /// Whether runs must be able to sleep: a user QP while ODP regions
@@ -340,10 +388,10 @@ impl QpCore {
         !self.info.kernel && self.dp.regions.has_odp()
     }
 
-    /// [`QpCore::kick`], from the QP's work item if `from_work`.
-    fn kick_from(this: &Arc<Self>, depth: u8, from_work: bool) {
+    /// [`QpCore::kick`], by `runner`.
+    fn kick_from(this: &Arc<Self>, depth: u8, runner: Runner) {
         let _rcu = kernel::sync::rcu::read_lock();
-        if !from_work && this.needs_process_context() {
+        if runner == Runner::Caller && this.needs_process_context() {
             return Self::kick_later(this);
         }
         let Some(mut owner) = this.exec.enter_or_ask() else {
@@ -351,29 +399,55 @@ impl QpCore {
         };
         if depth > MAX_INLINE_DEPTH {
             drop(owner);
-            return Self::kick_later(this);
+            return if depth == DEFER {
+                Self::kick_stream(this)
+            } else {
+                Self::kick_later(this)
+            };
         }
         for _ in 0..MAX_RUNS {
-            // Only the owner reads the mark, in its run.
-            this.in_work.store(from_work, Ordering::Relaxed);
+            // Only the owner reads the marks, in its run.
+            this.in_work
+                .store(runner != Runner::Caller, Ordering::Relaxed);
+            this.in_stream
+                .store(runner == Runner::Stream, Ordering::Relaxed);
             Self::serve(this, &mut owner, depth);
             this.in_work.store(false, Ordering::Relaxed);
+            this.in_stream.store(false, Ordering::Relaxed);
             match owner.leave() {
                 Ok(()) => return,
                 Err(again) => owner = again,
             }
         }
-        // Still asked: the work item serves that run, after the workqueue
-        // has let others have the CPU.
+        // Still asked: a work item serves that run, after the workqueue has
+        // let others have the CPU.
         drop(owner);
-        Self::kick_later(this);
+        Self::kick_again(this, runner);
     }
 
-    /// Runs the QP soon, from its work item (in process context).
+    /// Runs the QP soon: from its stream work item if `runner` is that,
+    /// from its work item on [`QUEUE`] otherwise.
+    fn kick_again(this: &Arc<Self>, runner: Runner) {
+        match runner {
+            Runner::Stream => Self::kick_stream(this),
+            Runner::Caller | Runner::Work => Self::kick_later(this),
+        }
+    }
+
+    /// Runs the QP soon, from its stream work item (see [`STREAMS`]).
+    fn kick_stream(this: &Arc<Self>) {
+        if let Some(q) = STREAMS.get() {
+            // Already queued: that run will do.
+            let _ = q.enqueue::<_, STREAM_WORK>(this.clone());
+        }
+    }
+
+    /// Runs the QP soon, from its work item on [`QUEUE`] (in process
+    /// context, on this CPU).
     pub(crate) fn kick_later(this: &Arc<Self>) {
         if let Some(q) = QUEUE.get() {
             // Already queued: that run will do.
-            let _ = q.enqueue(this.clone());
+            let _ = q.enqueue::<_, WORK>(this.clone());
         }
     }
 
@@ -396,7 +470,12 @@ impl QpCore {
             crate::rc::serve(this, live, depth)
         };
         if out.more {
-            Self::kick_later(this);
+            let runner = if this.in_stream.load(Ordering::Relaxed) {
+                Runner::Stream
+            } else {
+                Runner::Work
+            };
+            Self::kick_again(this, runner);
         }
         Self::arm(this, live, out.deadline);
     }
@@ -438,11 +517,22 @@ impl QpCore {
     }
 }
 
-impl WorkItem for QpCore {
+impl WorkItem<WORK> for QpCore {
     type Pointer = Arc<QpCore>;
 
     fn run(this: Arc<QpCore>) {
-        QpCore::kick_from(&this, 0, true);
+        QpCore::kick_from(&this, 0, Runner::Work);
+    }
+}
+
+impl WorkItem<STREAM_WORK> for QpCore {
+    type Pointer = Arc<QpCore>;
+
+    fn run(this: Arc<QpCore>) {
+        // As deep as inline runs go: the packets it sends another QP of the
+        // device (ACKs to the sender of the stream) kick that QP's work
+        // item rather than run it here, so the sending end runs apart.
+        QpCore::kick_from(&this, MAX_INLINE_DEPTH, Runner::Stream);
     }
 }
 

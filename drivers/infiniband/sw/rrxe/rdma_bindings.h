@@ -74,7 +74,7 @@ void rrxe_skb_free(struct sk_buff *skb);
 
 /* rust/sync: execution primitives. */
 void rrxe_cond_resched(void);
-struct workqueue_struct *rrxe_alloc_workqueue(const char *name);
+struct workqueue_struct *rrxe_alloc_workqueue(const char *name, bool per_cpu);
 void rrxe_xa_init_bh(struct xarray *xa);
 int rrxe_xa_insert_bh(struct xarray *xa, unsigned long index, void *entry);
 void *rrxe_xa_erase_bh(struct xarray *xa, unsigned long index);

@@ -117,7 +117,6 @@ impl kernel::Module for RrxeModule {
             return Err(EINVAL);
         }
         device::init();
-        exec::QUEUE.set(KBox::pin(OwnedQueue::new(c"rrxe")?, GFP_KERNEL)?)?;
         netns::init();
         let mut m = RrxeModule {
             link: None,
@@ -125,6 +124,8 @@ impl kernel::Module for RrxeModule {
             pernet: None,
         };
         // On an error, dropping `m` undoes whatever was set up.
+        exec::QUEUE.set(KBox::pin(OwnedQueue::new_per_cpu(c"rrxe")?, GFP_KERNEL)?)?;
+        exec::STREAMS.set(KBox::pin(OwnedQueue::new(c"rrxe_streams")?, GFP_KERNEL)?)?;
         m.pernet = Some(KBox::pin_init(PernetRegistration::register(), GFP_KERNEL)?);
         m.notifier = Some(KBox::pin_init(
             NetdevNotifier::register(device::NetdevEvents),
@@ -151,8 +152,10 @@ impl Drop for RrxeModule {
         self.notifier = None;
         device::remove_all();
         // SAFETY: Every device, and so every QP that could queue work or
-        // look a device up, is gone; work items still queued cope with the
-        // queue going away (they queue nothing more).
+        // look a device up, is gone; work items still queued, on either
+        // queue, cope with the queues going away (they queue nothing more).
+        drop(unsafe { exec::STREAMS.take() });
+        // SAFETY: As above.
         drop(unsafe { exec::QUEUE.take() });
         netns::clear();
         pr_info!("unloaded\n");

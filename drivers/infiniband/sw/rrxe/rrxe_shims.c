@@ -240,10 +240,16 @@ void rrxe_cond_resched(void)
 	cond_resched();
 }
 
-/* alloc_workqueue is a macro; high priority, unbound, usable in reclaim. */
-struct workqueue_struct *rrxe_alloc_workqueue(const char *name)
+/*
+ * alloc_workqueue is a macro; high priority, usable in reclaim, and per-CPU
+ * (a work item runs on the CPU that queued it) or unbound.
+ */
+struct workqueue_struct *rrxe_alloc_workqueue(const char *name, bool per_cpu)
 {
-	return alloc_workqueue("%s", WQ_HIGHPRI | WQ_UNBOUND | WQ_MEM_RECLAIM, 0, name);
+	unsigned int flags = WQ_HIGHPRI | WQ_MEM_RECLAIM;
+
+	flags |= per_cpu ? WQ_PERCPU : WQ_UNBOUND;
+	return alloc_workqueue("%s", flags, 0, name);
 }
 
 void rrxe_xa_init_bh(struct xarray *xa)
