@@ -363,12 +363,11 @@ impl<S: Storage> Responder<S> {
         let (plen, len_ok) = payload_len(pkt, cfg.mtu);
         // Out of sequence, malformed, not allowed, or (there being no RNR
         // NAK on UC) nowhere to put it: dropped.
-        let refused = !continues
-            || !len_ok
-            || (info.has(mask::WRITE) && !cfg.remote.write)
-            || (info.has(mask::RWR) && self.rq.is_empty());
+        let no_wqe = info.has(mask::RWR) && self.rq.is_empty();
+        let refused =
+            !continues || !len_ok || (info.has(mask::WRITE) && !cfg.remote.write) || no_wqe;
         if refused {
-            if info.has(mask::RWR) && self.rq.is_empty() {
+            if no_wqe {
                 ctr.out_of_buffer = ctr.out_of_buffer.wrapping_add(1);
             }
             self.drop_message(ctr);
