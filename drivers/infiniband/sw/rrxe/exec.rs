@@ -243,9 +243,6 @@ pub(crate) struct QpCore {
     armed_at: AtomicU64,
     /// The current run is a work item's, which may sleep.
     in_work: AtomicBool,
-    /// The current run is the stream work item's: what it leaves goes to
-    /// that item again.
-    in_stream: AtomicBool,
     /// Packets received for the QP, not yet taken by a run.
     #[pin]
     rx: SkbQueue,
@@ -320,7 +317,6 @@ impl QpCore {
                 timer_due: AtomicBool::new(false),
                 armed_at: AtomicU64::new(u64::MAX),
                 in_work: AtomicBool::new(false),
-                in_stream: AtomicBool::new(false),
                 rx <- SkbQueue::new(),
                 timer <- HrTimer::new(),
                 work <- new_work!("rrxe::QpCore::work"),
@@ -406,14 +402,11 @@ impl QpCore {
             };
         }
         for _ in 0..MAX_RUNS {
-            // Only the owner reads the marks, in its run.
+            // Only the owner reads the mark, in its run.
             this.in_work
                 .store(runner != Runner::Caller, Ordering::Relaxed);
-            this.in_stream
-                .store(runner == Runner::Stream, Ordering::Relaxed);
-            Self::serve(this, &mut owner, depth);
+            Self::serve(this, &mut owner, depth, runner);
             this.in_work.store(false, Ordering::Relaxed);
-            this.in_stream.store(false, Ordering::Relaxed);
             match owner.leave() {
                 Ok(()) => return,
                 Err(again) => owner = again,
@@ -451,9 +444,10 @@ impl QpCore {
         }
     }
 
-    /// One run of the QP: everything that arrived and everything posted,
-    /// within budgets; then the timer.
-    pub(crate) fn serve(this: &Arc<Self>, live: &mut Option<Live>, depth: u8) {
+    /// One run of the QP, by `runner`: everything that arrived and
+    /// everything posted, within budgets; then the timer. What is left goes
+    /// to the stream work item if that runs it, to the other one otherwise.
+    fn serve(this: &Arc<Self>, live: &mut Option<Live>, depth: u8, runner: Runner) {
         let Some(live) = live else {
             // Destroyed: nothing takes packets any more.
             while this.next_packet().is_some() {
@@ -470,11 +464,6 @@ impl QpCore {
             crate::rc::serve(this, live, depth)
         };
         if out.more {
-            let runner = if this.in_stream.load(Ordering::Relaxed) {
-                Runner::Stream
-            } else {
-                Runner::Work
-            };
             Self::kick_again(this, runner);
         }
         Self::arm(this, live, out.deadline);
