@@ -29,11 +29,18 @@ fn pattern() -> Vec<u8> {
 /// A UC pair: A sends from `SRC`; B receives into `RECV` (16 slots) and
 /// lets A write into `WRITE`.
 fn uc_pair(seed: u64, faults: Faults, a_psn: u32) -> Sim {
+    uc_pair_in_segments(seed, faults, a_psn, 1)
+}
+
+/// [`uc_pair`] whose SENDs and WRITEs go as local segments of up to
+/// `segment_pkts` PSNs.
+fn uc_pair_in_segments(seed: u64, faults: Faults, a_psn: u32, segment_pkts: u32) -> Sim {
     let mut a = QpConfig::new(1, 2);
     let mut b = QpConfig::new(2, 1);
     for c in [&mut a, &mut b] {
         c.transport = Transport::Uc;
         c.mtu = MTU;
+        c.segment_pkts = segment_pkts;
     }
     a.sq_psn = a_psn;
     b.rq_psn = a_psn;
@@ -159,7 +166,21 @@ fn assert_quiet(sim: &Sim) {
 
 #[test]
 fn uc_clean_delivery() {
-    let mut sim = uc_pair(0, Faults::default(), 0xff_fffe);
+    clean_delivery(1, 16);
+}
+
+/// The same messages as local segments of two PSNs: 2 + 2 + 1 + 1 + 2 + 1 +
+/// 1 packets, and the messages after a segment start where the responder
+/// expects them.
+#[test]
+fn uc_clean_delivery_in_segments() {
+    clean_delivery(2, 10);
+}
+
+/// Seven messages across the PSN wrap, in segments of `segment_pkts`:
+/// `packets` are sent, and every one arrives.
+fn clean_delivery(segment_pkts: u32, packets: u64) {
+    let mut sim = uc_pair_in_segments(0, Faults::default(), 0xff_fffe, segment_pkts);
     post_recvs(&mut sim, 6, SLOT);
     let wrs = [
         wr(0, WrOp::Send, 0, 600, 0),
@@ -181,8 +202,8 @@ fn uc_clean_delivery() {
     }
     assert_eq!(written(&mut sim, &wrs[1]), src(&wrs[1]));
     assert_eq!(written(&mut sim, &wrs[3]), src(&wrs[3]));
-    // 3 + 4 + 1 + 1 + 4 + 1 + 2 packets, each sent once, across the PSN wrap.
-    assert_eq!(sim.nodes[0].qp.counters().tx_packets, 16);
+    // 3 + 4 + 1 + 1 + 4 + 1 + 2 PSNs, each packet sent once.
+    assert_eq!(sim.nodes[0].qp.counters().tx_packets, packets);
     assert_eq!(sim.nodes[1].qp.counters().uc_dropped, 0);
     assert_eq!(sim.nodes[1].qp.counters().out_of_buffer, 0);
     assert_quiet(&sim);
@@ -320,7 +341,14 @@ fn run_seed(seed: u64) {
             ..Faults::default()
         }
     };
-    let mut sim = uc_pair(seed, faults, rng.below(1 << 24) as u32);
+    // Odd seeds send local segments of 2 to 64 PSNs (no number taken from
+    // `rng`, so a seed's traffic is the same either way).
+    let segment_pkts = if seed % 2 == 1 {
+        1 << (1 + seed / 2 % 6)
+    } else {
+        1
+    };
+    let mut sim = uc_pair_in_segments(seed, faults, rng.below(1 << 24) as u32, segment_pkts);
     post_recvs(&mut sim, SLOTS, SLOT);
     let n = 1 + rng.below(SLOTS);
     let mut wrs = Vec::new();
@@ -341,7 +369,7 @@ fn run_seed(seed: u64) {
         };
         // Each WRITE has its own stretch of B's region.
         let w = wr(id, op, off, len, id * u64::from(SLOT));
-        pkts += u64::from(len.max(1).div_ceil(MTU));
+        pkts += u64::from(len.max(1).div_ceil(MTU).div_ceil(segment_pkts));
         post(&mut sim, w);
         wrs.push(w);
     }

@@ -9,8 +9,13 @@ use crate::proto::opcode::{mask, opcode_info, ExtHeader, OpcodeInfo, BTH_LEN, IC
 use crate::proto::payload::{Chunk, Payload};
 use crate::proto::wire::HeaderRepr;
 
-/// Largest payload the parser accepts (the largest IB path MTU).
-pub const MAX_PAYLOAD: usize = 4096;
+/// Largest payload the parser accepts: four times the largest IB path MTU
+/// (4096), for a local segment ([`QpConfig::segment_pkts`]). A packet from
+/// a network is held to its QP's path MTU by the responder, or to the
+/// port's by UD.
+///
+/// [`QpConfig::segment_pkts`]: crate::proto::qp::QpConfig::segment_pkts
+pub const MAX_PAYLOAD: usize = 16384;
 
 /// Longest BTH plus extension headers of any opcode (a BTH, RETH and
 /// immediate data, or a BTH and AtomicETH, are the longest).

@@ -29,7 +29,7 @@ pub use responder::{AtomicResult, Response};
 pub use ring::Slots;
 
 use crate::proto::env::Env;
-use crate::proto::packet::Packet;
+use crate::proto::packet::{Packet, MAX_PAYLOAD};
 use crate::proto::verbs::{RecvWr, SendWr, WcStatus};
 use crate::proto::Transport;
 
@@ -46,6 +46,14 @@ pub struct QpConfig {
     pub pkey: u16,
     /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
     pub mtu: u32,
+    /// Most PSNs one SEND or WRITE request packet may stand for: 1 on a
+    /// network. Between two QPs of one host, whose packets never leave
+    /// memory, a packet may be a *local segment*: the payload of several
+    /// packets of `mtu` bytes (at most [`MAX_PAYLOAD`] bytes in all) under
+    /// the headers of the first, taking one PSN for each `mtu` bytes as
+    /// the packets it stands for would. Both ends must agree on it: a
+    /// responder with 1 takes a segment for a malformed request.
+    pub segment_pkts: u32,
     /// First PSN the requester sends.
     pub sq_psn: u32,
     /// First PSN the responder expects.
@@ -104,6 +112,7 @@ impl QpConfig {
             dest_qpn,
             pkey: 0xffff,
             mtu: 1024,
+            segment_pkts: 1,
             sq_psn: 0,
             rq_psn: 0,
             retry_cnt: 7,
@@ -120,7 +129,9 @@ impl QpConfig {
 /// Why a configuration or work request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum QpError {
-    /// MTU is not a power of two in 256..=4096.
+    /// MTU is not a power of two in 256..=4096, or
+    /// [`QpConfig::segment_pkts`] is 0 or makes a segment longer than
+    /// [`MAX_PAYLOAD`].
     BadMtu,
     /// A queue has zero capacity, or `RD < max_rd_atomic + 2`.
     BadCapacity,
@@ -272,6 +283,10 @@ impl<S: Storage> Qp<S> {
     /// `bufs`.
     pub fn new(cfg: QpConfig, bufs: Buffers<S>) -> Result<Self, QpError> {
         if !cfg.mtu.is_power_of_two() || !(256..=4096).contains(&cfg.mtu) {
+            return Err(QpError::BadMtu);
+        }
+        let segment = cfg.segment_pkts.checked_mul(cfg.mtu);
+        if cfg.segment_pkts == 0 || segment.is_none_or(|b| b as usize > MAX_PAYLOAD) {
             return Err(QpError::BadMtu);
         }
         if !matches!(cfg.transport, Transport::Rc | Transport::Uc) {

@@ -454,7 +454,9 @@ impl<S: Storage> Requester<S> {
         }
         let pkt_idx = self.send_off.checked_div(cfg.mtu).unwrap_or(0);
         let psn = w.first_psn.add(pkt_idx);
-        let (mut hdr, payload_len, last) = request_headers(cfg, &w, self.send_off, pkt_idx, psn);
+        let span = self.segment_span(cfg, &w, pkt_idx, psn);
+        let (mut hdr, payload_len, last) =
+            request_headers(cfg, &w, self.send_off, pkt_idx, span, psn);
         // The end of a SEND or WRITE asks for an ACK only when something
         // waits for it: a completion, or a local operation queued behind it
         // (it runs once everything before it has completed), or nothing
@@ -471,11 +473,9 @@ impl<S: Storage> Requester<S> {
         // many short ones) and when the window is about to close, so the
         // window slides and the ACK timer sees progress instead of waiting
         // for the end of a burst.
-        let inflight = self.next_psn.since(self.comp_psn).saturating_add(1);
-        if reliable
-            && (psn.value().wrapping_add(1).is_multiple_of(ACK_EVERY)
-                || inflight >= self.cwnd.size())
-        {
+        let inflight = self.next_psn.since(self.comp_psn).saturating_add(span);
+        let ack_due = (psn.value() % ACK_EVERY).saturating_add(span) >= ACK_EVERY;
+        if reliable && (ack_due || inflight >= self.cwnd.size()) {
             hdr.bth.ack_req = true;
         }
         let body = if payload_len == 0 {
@@ -507,8 +507,8 @@ impl<S: Storage> Requester<S> {
             self.send_off = 0;
             self.next_psn = w.first_psn.add(w.npkts);
         } else {
-            self.send_off = self.send_off.saturating_add(cfg.mtu);
-            self.next_psn = psn.next();
+            self.send_off = self.send_off.saturating_add(cfg.mtu.saturating_mul(span));
+            self.next_psn = psn.add(span);
         }
         if self.next_psn.after(self.sent_psn) {
             self.sent_psn = self.next_psn;
@@ -561,6 +561,36 @@ impl<S: Storage> Requester<S> {
         Tx::Ran
     }
 
+    /// How many PSNs the request packet at `psn`, packet `pkt_idx` of `w`,
+    /// stands for: 1, or on a QP that sends local segments
+    /// ([`QpConfig::segment_pkts`]) as many of the SEND's or WRITE's
+    /// packets as are left, the segment holds and the window has room for.
+    /// Only a packet never sent before is a segment: a retransmission goes
+    /// one PSN at a time, so whatever the responder already took, the
+    /// packets sent again never reach across its expected PSN.
+    fn segment_span(&self, cfg: &QpConfig, w: &SendWqe, pkt_idx: u32, psn: Psn) -> u32 {
+        let data = matches!(
+            w.wr.op,
+            WrOp::Send
+                | WrOp::SendWithImm(_)
+                | WrOp::SendWithInv(_)
+                | WrOp::Write
+                | WrOp::WriteWithImm(_)
+        );
+        if cfg.segment_pkts <= 1 || !data || psn.before(self.sent_psn) {
+            return 1;
+        }
+        let left = w.npkts.saturating_sub(pkt_idx);
+        let room = if cfg.transport == Transport::Rc {
+            self.cwnd
+                .size()
+                .saturating_sub(self.next_psn.since(self.comp_psn))
+        } else {
+            u32::MAX
+        };
+        cfg.segment_pkts.min(left).min(room).max(1)
+    }
+
     fn local_error(&mut self, status: WcStatus) -> Tx {
         self.error = Some((self.send_rel, status));
         Tx::Fatal
@@ -580,13 +610,15 @@ pub(crate) fn wc(cfg: &QpConfig, wr: &SendWr, status: WcStatus) -> WorkCompletio
     }
 }
 
-/// Headers of packet `pkt_idx` of `w` (starting at byte `off`), the payload
-/// length, and whether it is the WQE's last request packet.
+/// Headers of packet `pkt_idx` of `w` (starting at byte `off`) standing for
+/// `span` PSNs (more than 1 only for a local segment of a SEND or WRITE),
+/// the payload length, and whether it is the WQE's last request packet.
 fn request_headers(
     cfg: &QpConfig,
     w: &SendWqe,
     off: u32,
     pkt_idx: u32,
+    span: u32,
     psn: Psn,
 ) -> (Headers, u32, bool) {
     let wr = &w.wr;
@@ -646,8 +678,8 @@ fn request_headers(
         }
         op => {
             let first = pkt_idx == 0;
-            let last = pkt_idx.saturating_add(1) >= w.npkts;
-            let payload = len.saturating_sub(off).min(cfg.mtu);
+            let last = pkt_idx.saturating_add(span) >= w.npkts;
+            let payload = len.saturating_sub(off).min(cfg.mtu.saturating_mul(span));
             let is_write = matches!(op, WrOp::Write | WrOp::WriteWithImm(_));
             if is_write && first {
                 h.reth = Some(RethRepr {

@@ -285,7 +285,7 @@ impl<S: Storage> Responder<S> {
             InMsg::Send { .. } => info.has(mask::SEND) && !info.is_first(),
             InMsg::Write { .. } => info.has(mask::WRITE) && !info.is_first(),
         };
-        let (plen, len_ok) = payload_len(pkt, cfg.mtu);
+        let (plen, len_ok) = payload_len(pkt, cfg);
         if !seq_ok || !len_ok {
             return self.fatal(ctr, psn, NakCode::InvalidRequest);
         }
@@ -360,7 +360,7 @@ impl<S: Storage> Responder<S> {
             InMsg::Send { .. } => info.has(mask::SEND),
             InMsg::Write { .. } => info.has(mask::WRITE),
         };
-        let (plen, len_ok) = payload_len(pkt, cfg.mtu);
+        let (plen, len_ok) = payload_len(pkt, cfg);
         // Out of sequence, malformed, not allowed, or (there being no RNR
         // NAK on UC) nowhere to put it: dropped.
         let no_wqe = info.has(mask::RWR) && self.rq.is_empty();
@@ -382,14 +382,17 @@ impl<S: Storage> Responder<S> {
         }
     }
 
+    /// Answers the SEND or WRITE packet `pkt` just taken (`epsn` is past
+    /// it) with an ACK if it asks for one.
     fn ack_if_needed(&mut self, cfg: &QpConfig, pkt: &Packet<'_>) {
         if cfg.transport != Transport::Rc {
             return;
         }
         // The requester asks for the ACKs it needs (the IB spec lets a
-        // responder coalesce the others): an ACK covers every earlier PSN.
+        // responder coalesce the others): an ACK covers every earlier PSN,
+        // here the last one the packet (or local segment) stands for.
         if pkt.hdr.bth.ack_req {
-            self.queue_ack(pkt.hdr.bth.psn, Syndrome::Ack(Credits::UNLIMITED));
+            self.queue_ack(self.epsn.sub(1), Syndrome::Ack(Credits::UNLIMITED));
         }
     }
 
@@ -445,7 +448,7 @@ impl<S: Storage> Responder<S> {
         {
             return self.local_error(cfg, ctr, psn, WcStatus::LocProtErr);
         }
-        self.epsn = psn.next();
+        self.epsn = psn.add(npkts(plen, cfg.mtu));
         if pkt.info.is_last() {
             if let Some(rkey) = pkt.hdr.ieth {
                 let _ = env.mem.invalidate(rkey);
@@ -502,7 +505,7 @@ impl<S: Storage> Responder<S> {
         {
             return self.reject(cfg, ctr, psn, NakCode::RemoteAccessError);
         }
-        self.epsn = psn.next();
+        self.epsn = psn.add(npkts(plen, cfg.mtu));
         if pkt.info.is_last() {
             let wqe = pkt.hdr.imm.and_then(|imm| Some((imm, self.rq.pop()?)));
             if let Some((imm, wqe)) = wqe {
@@ -816,13 +819,17 @@ fn flush_enabled(cfg: &QpConfig, pkt: &Packet<'_>) -> bool {
 }
 
 /// A request's payload length, and whether it is right for its place in
-/// the message: a full `mtu` before the last packet, at most `mtu` in it.
-fn payload_len(pkt: &Packet<'_>, mtu: u32) -> (u32, bool) {
+/// the message: a full `mtu` before the last packet, at most `mtu` in it;
+/// on a QP that takes local segments ([`QpConfig::segment_pkts`]) up to
+/// that many times as much, whole MTUs before the last. The packet then
+/// stands for one PSN per MTU begun (`npkts`).
+fn payload_len(pkt: &Packet<'_>, cfg: &QpConfig) -> (u32, bool) {
     let plen = u32::try_from(pkt.payload.len()).unwrap_or(u32::MAX);
+    let most = cfg.mtu.saturating_mul(cfg.segment_pkts);
     let ok = if pkt.info.is_last() {
-        plen <= mtu
+        plen <= most
     } else {
-        plen == mtu
+        plen != 0 && plen <= most && plen.is_multiple_of(cfg.mtu)
     };
     (plen, ok)
 }
