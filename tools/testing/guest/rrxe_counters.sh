@@ -2,9 +2,11 @@
 # Port counters through `rdma statistic` (iproute2, netlink), as a user reads them:
 # every one of upstream rxe's counter names is there, and 200 RC SENDs on rrxe0
 # (ibv_rc_pingpong, both ends on this device) move sent_pkts, rcvd_pkts,
-# rdma_sends and rdma_recvs by at least 200 each and sent_bytes by at least
-# 200 * 4096 bytes, and zero_copy_pkts (rrxe's own) by at least 800, their full
-# packets, with no error counter moving; the same values appear in sysfs.
+# rdma_sends and rdma_recvs by at least 200 each, sent_pkts, rcvd_pkts and
+# sent_bytes by at least 200 * 4 packets and 200 * 4096 bytes, and (rrxe's
+# own) zero_copy_pkts by at least 800, their full packets, and local_segments
+# by at least 200: each message went as one local segment of 4 packets. No
+# error counter moves; the same values appear in sysfs.
 # topology: single
 # timeout: 180
 . "$RRXE_LIB"
@@ -23,7 +25,7 @@ for n in sent_pkts rcvd_pkts duplicate_request out_of_seq_request rcvd_rnr_err \
         send_rnr_err rcvd_seq_err ack_deferred retry_exceeded_err retry_rnr_exceeded_err \
         completer_retry_err send_err link_downed rdma_sends rdma_recvs sent_bytes rcvd_bytes \
         rcvd_icrc_err rcvd_hdr_err rcvd_no_qp rcvd_backlog_full out_of_buffer zero_copy_pkts \
-        send_queue_full cwnd_cuts; do
+        local_segments send_queue_full cwnd_cuts; do
     counter $n /tmp/stat0.out > /dev/null || fail "rdma statistic shows no counter $n"
 done
 
@@ -38,9 +40,11 @@ grew() {
     [ $((b - a)) -ge "$2" ] || fail "$1 went from $a to $b, expected at least +$2"
     log "$1: +$((b - a))"
 }
-# Each of the 100 iterations is a SEND each way: 200 messages on this device.
-grew sent_pkts 200
-grew rcvd_pkts 200
+# Each of the 100 iterations is a SEND each way: 200 messages on this device,
+# 4 packets each at ibv_rc_pingpong's MTU of 1024 (a local segment counts as
+# the packets it stands for).
+grew sent_pkts $((200 * 4))
+grew rcvd_pkts $((200 * 4))
 grew rdma_sends 200
 grew rdma_recvs 200
 grew sent_bytes $((200 * 4096))
@@ -48,6 +52,8 @@ grew rcvd_bytes $((200 * 4096))
 # Both ends are QPs of rrxe0: every full packet (4 per 4096-byte message at
 # ibv_rc_pingpong's MTU of 1024) goes with its payload taken from the pages.
 grew zero_copy_pkts $((200 * 4))
+# ... and each message is one local segment of those 4 packets.
+grew local_segments 200
 for n in retry_exceeded_err retry_rnr_exceeded_err send_err rcvd_icrc_err rcvd_hdr_err \
         rcvd_backlog_full out_of_buffer send_queue_full cwnd_cuts; do
     [ "$(counter $n /tmp/stat1.out)" = "$(counter $n /tmp/stat0.out)" ] || fail "$n moved"

@@ -72,8 +72,8 @@ use kernel::{
 /// deep; deeper ones are left to the work item.
 const MAX_INLINE_DEPTH: u8 = 1;
 
-/// The depth that makes a kick go to the QP's work item whatever the
-/// caller's (see [`crate::xmit::Path::send`]).
+/// The depth that makes a kick go to the QP's stream work item whatever
+/// the caller's (see [`crate::xmit::Path::send`]).
 pub(crate) const DEFER: u8 = u8::MAX;
 
 /// A context that runs a QP serves this many runs in a row at most; runs

@@ -514,7 +514,8 @@ impl Qp {
             dmac: st.dmac,
             ifindex: st.sgid_ifindex,
         };
-        let path = Path::new(&self.dp, &to, sport, true)?;
+        let mut path = Path::new(&self.dp, &to, sport, true)?;
+        let segment_pkts = path.segments(mtu);
         let transport = if self.core.info.qp_type == b::ib_qp_type_IB_QPT_UC {
             Transport::Uc
         } else {
@@ -526,6 +527,7 @@ impl Qp {
             dest_qpn: dest,
             pkey: p::DEFAULT_PKEY,
             mtu,
+            segment_pkts,
             sq_psn: a.sq_psn,
             rq_psn: a.rq_psn,
             retry_cnt: a.retry_cnt.min(7),

@@ -290,9 +290,7 @@ impl TxSink for Tx<'_> {
             return None;
         }
         let mem = self.core.memory();
-        self.cur = self
-            .path
-            .packet_by_ref(&self.core.dp, &mem, len, head, payload);
+        self.cur = self.path.packet_by_ref(&mem, len, head, payload);
         self.cur.as_mut().map(Packet::bytes)
     }
 

@@ -5,8 +5,9 @@
 //!
 //! The first seventeen are upstream rxe's, with its names, so tools written
 //! for rxe read rrxe the same way; the next four count received packets
-//! that were dropped before a QP took them, and the last three are about
-//! sending (zero copy, a full transmit queue, the congestion window).
+//! that were dropped before a QP took them, and the last four are about
+//! sending (zero copy, local segments, a full transmit queue, the
+//! congestion window).
 
 use crate::{proto::Counters, rdma::stats::CounterDesc};
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -68,6 +69,10 @@ pub(crate) enum Counter {
     /// Packets sent with their payload taken from user pages by reference
     /// instead of copied (to a QP of the same device).
     ZeroCopyPkts,
+    /// Local segments sent: packets to a QP of the same device that stood
+    /// for more than one packet of the path MTU (and count as that many in
+    /// `sent_pkts`, `rcvd_pkts` and `zero_copy_pkts`).
+    LocalSegments,
     /// Packets the net device's transmit queue refused because it was full:
     /// a connected QP pauses and sends them again, a datagram is lost.
     SendQueueFull,
@@ -103,6 +108,7 @@ pub(crate) static NAMES: [CounterDesc; NUM] = [
     CounterDesc::new(c"rcvd_backlog_full"),
     CounterDesc::new(c"out_of_buffer"),
     CounterDesc::new(c"zero_copy_pkts"),
+    CounterDesc::new(c"local_segments"),
     CounterDesc::new(c"send_queue_full"),
     CounterDesc::new(c"cwnd_cuts"),
 ];

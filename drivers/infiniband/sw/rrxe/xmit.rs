@@ -29,8 +29,15 @@ use crate::{
 use kernel::prelude::*;
 
 /// A packet delivered locally with at least this many bytes (BTH to ICRC)
-/// lets its receiver run from its work item (see [`Path::send`]).
+/// lets its receiver run from its stream work item (see [`Path::send`]).
 const PIPELINE_BYTES: u64 = 1024;
+
+/// Most payload bytes a connected QP puts in one packet for a QP of this
+/// device: a local segment of as many path MTUs
+/// ([`crate::proto::QpConfig::segment_pkts`]). 16 KiB of user pages are at
+/// most 5 fragments of a socket buffer, and as a copy (kernel memory) one
+/// allocation of 16 KiB plus headers.
+const SEGMENT_BYTES: u32 = 16384;
 
 /// A payload of at least this many bytes for a QP of this device is sent
 /// from its pages by reference (see [`Path::packet_by_ref`]); a smaller one
@@ -63,6 +70,8 @@ fn ip_of(gid: &[u8; 16]) -> IpAddr {
 /// front, then the bytes the engine writes.
 pub(crate) struct Packet {
     skb: SkBuff,
+    /// The payload is user pages sent by reference.
+    by_ref: bool,
 }
 
 impl Packet {
@@ -71,7 +80,7 @@ impl Packet {
     pub(crate) fn new(len: usize) -> Option<Self> {
         let mut skb = SkBuff::alloc(HEADROOM, len)?;
         skb.put(len)?;
-        Some(Self { skb })
+        Some(Self { skb, by_ref: false })
     }
 
     /// The bytes from the BTH on that the packet holds itself: all of them
@@ -96,6 +105,10 @@ pub(crate) struct Path {
     /// Interface the packets leave through (the source GID's), 0: the
     /// device's own.
     oif: i32,
+    /// The connection's path MTU in bytes, once [`Path::segments`] set it
+    /// for a local path: a local segment counts as one packet per MTU
+    /// begun; 0 counts every packet as one.
+    mtu: u32,
 }
 
 impl Path {
@@ -128,7 +141,39 @@ impl Path {
                 None
             },
             oif: to.ifindex,
+            mtu: 0,
         })
+    }
+
+    /// How many PSNs of `mtu` bytes one of a connection's SEND or WRITE
+    /// packets may stand for ([`crate::proto::QpConfig::segment_pkts`]): 1
+    /// to another host; up to [`SEGMENT_BYTES`] of payload to a QP of this
+    /// device, whose connection to this one makes the same choice, as the
+    /// packet never leaves memory.
+    pub(crate) fn segments(&mut self, mtu: u32) -> u32 {
+        if !self.local || mtu == 0 {
+            return 1;
+        }
+        self.mtu = mtu;
+        SEGMENT_BYTES.checked_div(mtu).unwrap_or(1).max(1)
+    }
+
+    /// How many packets of the path MTU a packet of `len` bytes (BTH to
+    /// ICRC) whose BTH starts `bth` stands for: one per MTU of payload
+    /// begun, at least 1.
+    fn packets_in(&self, bth: &[u8], len: u64) -> u64 {
+        use crate::proto::opcode::{opcode_info, ICRC_LEN};
+        let (Some(&op), Some(&flags)) = (bth.first(), bth.get(1)) else {
+            return 1;
+        };
+        let Some(info) = opcode_info(op).filter(|_| self.mtu != 0) else {
+            return 1;
+        };
+        let pad = usize::from((flags >> 4) & 3);
+        let head = info.hdr_len.saturating_add(pad).saturating_add(ICRC_LEN);
+        len.saturating_sub(head as u64)
+            .div_ceil(u64::from(self.mtu))
+            .max(1)
     }
 
     /// A packet of `len` bytes from the BTH to the ICRC whose first `head`
@@ -143,7 +188,6 @@ impl Path {
     /// and the caller copies the payload into a [`Packet::new`].
     pub(crate) fn packet_by_ref(
         &self,
-        dp: &Datapath,
         mem: &PdMemory<'_>,
         len: usize,
         head: usize,
@@ -171,7 +215,7 @@ impl Path {
         if tail > 0 && !pkt.skb.add_zeros(tail) {
             return None;
         }
-        dp.stats.inc(Counter::ZeroCopyPkts);
+        pkt.by_ref = true;
         Some(pkt)
     }
 
@@ -222,15 +266,23 @@ impl Path {
         may_wait: bool,
     ) -> bool {
         let stream = self.local && asks_for_a_stream(pkt.bytes());
+        let len = pkt.skb.len() as u64;
+        // Counted as the packets of the path MTU it stands for (a local
+        // segment as several), as they would be on a wire.
+        let n = if self.local {
+            self.packets_in(pkt.bytes(), len)
+        } else {
+            1
+        };
+        let by_ref = pkt.by_ref;
         let mut skb = pkt.skb;
-        let len = skb.len() as u64;
         if self.local {
             if !self.local_headers(&mut skb, len as usize) {
                 dp.stats.inc(Counter::SendErr);
                 return true;
             }
             // A full-size packet is part of a stream: the receiving QP runs
-            // from its work item, on another CPU, while this one builds the
+            // from its stream work item, on another CPU, while this one builds the
             // next packets, so the two ends of a transfer run side by side;
             // so does a READ request for a stream of responses
             // ([`asks_for_a_stream`]). Small packets (latency, small
@@ -244,10 +296,16 @@ impl Path {
             if !dp.deliver(dest_qpn, skb, depth, may_wait) {
                 return false;
             }
-            dp.stats.inc(Counter::SentPkts);
+            dp.stats.add(Counter::SentPkts, n);
             dp.stats.add(Counter::SentBytes, len);
-            dp.stats.inc(Counter::RcvdPkts);
+            dp.stats.add(Counter::RcvdPkts, n);
             dp.stats.add(Counter::RcvdBytes, len);
+            if by_ref {
+                dp.stats.add(Counter::ZeroCopyPkts, n);
+            }
+            if n > 1 {
+                dp.stats.inc(Counter::LocalSegments);
+            }
             return true;
         }
         let seal = |p: &mut [u8]| icrc::fill_ip_packet(&mut crc32, p).map_err(|_| EINVAL);
@@ -278,7 +336,7 @@ impl Path {
 }
 
 /// A READ request whose response carries [`PIPELINE_BYTES`] or more: the
-/// responder streams it from its work item, on another CPU, while the
+/// responder streams it from its stream work item, on another CPU, while the
 /// requester's caller returns to user space. A smaller READ and an atomic
 /// are answered at once, in this context, like a small SEND, so the
 /// requester has its response before its system call returns.
