@@ -514,7 +514,7 @@ impl Qp {
             dmac: st.dmac,
             ifindex: st.sgid_ifindex,
         };
-        let mut path = Path::new(&self.dp, &to, sport, true)?;
+        let path = Path::new(&self.dp, &to, sport, true)?;
         let segment_pkts = path.segments(mtu);
         let transport = if self.core.info.qp_type == b::ib_qp_type_IB_QPT_UC {
             Transport::Uc

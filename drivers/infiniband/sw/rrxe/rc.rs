@@ -294,13 +294,14 @@ impl TxSink for Tx<'_> {
         self.cur.as_mut().map(Packet::bytes)
     }
 
-    fn commit(&mut self) -> bool {
+    fn commit(&mut self, psns: u32) -> bool {
         let Some(pkt) = self.cur.take() else {
             return true;
         };
         if self.path.send(
             &self.core.dp,
             pkt,
+            psns,
             self.dest_qpn,
             self.depth,
             self.may_refuse,

@@ -321,7 +321,7 @@ fn send_one(
         }
     }
     // A full backlog at a QP of this device drops the datagram.
-    if !path.send(dp, pkt, w.remote_qpn, depth, false) {
+    if !path.send(dp, pkt, 1, w.remote_qpn, depth, false) {
         return Ok(false);
     }
     ud.psn = ud.psn.wrapping_add(1) & 0x00ff_ffff;

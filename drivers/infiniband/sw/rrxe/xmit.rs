@@ -105,10 +105,6 @@ pub(crate) struct Path {
     /// Interface the packets leave through (the source GID's), 0: the
     /// device's own.
     oif: i32,
-    /// The connection's path MTU in bytes, once [`Path::segments`] set it
-    /// for a local path: a local segment counts as one packet per MTU
-    /// begun; 0 counts every packet as one.
-    mtu: u32,
 }
 
 impl Path {
@@ -141,7 +137,6 @@ impl Path {
                 None
             },
             oif: to.ifindex,
-            mtu: 0,
         })
     }
 
@@ -150,30 +145,11 @@ impl Path {
     /// to another host; up to [`SEGMENT_BYTES`] of payload to a QP of this
     /// device, whose connection to this one makes the same choice, as the
     /// packet never leaves memory.
-    pub(crate) fn segments(&mut self, mtu: u32) -> u32 {
-        if !self.local || mtu == 0 {
+    pub(crate) fn segments(&self, mtu: u32) -> u32 {
+        if !self.local {
             return 1;
         }
-        self.mtu = mtu;
         SEGMENT_BYTES.checked_div(mtu).unwrap_or(1).max(1)
-    }
-
-    /// How many packets of the path MTU a packet of `len` bytes (BTH to
-    /// ICRC) whose BTH starts `bth` stands for: one per MTU of payload
-    /// begun, at least 1.
-    fn packets_in(&self, bth: &[u8], len: u64) -> u64 {
-        use crate::proto::opcode::{opcode_info, ICRC_LEN};
-        let (Some(&op), Some(&flags)) = (bth.first(), bth.get(1)) else {
-            return 1;
-        };
-        let Some(info) = opcode_info(op).filter(|_| self.mtu != 0) else {
-            return 1;
-        };
-        let pad = usize::from((flags >> 4) & 3);
-        let head = info.hdr_len.saturating_add(pad).saturating_add(ICRC_LEN);
-        len.saturating_sub(head as u64)
-            .div_ceil(u64::from(self.mtu))
-            .max(1)
     }
 
     /// A packet of `len` bytes from the BTH to the ICRC whose first `head`
@@ -247,9 +223,11 @@ impl Path {
         skb.pull(hlen)
     }
 
-    /// Sends `pkt` to the QP `dest_qpn` at the other end. `depth` is how
-    /// deep the caller is in QP runs nested by local delivery (0 when the
-    /// caller runs on its own). Returns `false` if the net device's
+    /// Sends `pkt`, which stands for `psns` packets of the path MTU (more
+    /// than 1 for a local segment; counted so, as on a wire), to the QP
+    /// `dest_qpn` at the other end. `depth` is how deep the caller is in QP
+    /// runs nested by local delivery (0 when the caller runs on its own).
+    /// Returns `false` if the net device's
     /// transmit queue was full (`send_queue_full`), or if the receiving QP
     /// is one of this device with a full backlog (`rcvd_backlog_full`,
     /// [`crate::exec::RX_BACKLOG_MAX`]) and the caller `may_wait` (a
@@ -261,30 +239,25 @@ impl Path {
         &self,
         dp: &Datapath,
         mut pkt: Packet,
+        psns: u32,
         dest_qpn: u32,
         depth: u8,
         may_wait: bool,
     ) -> bool {
         let stream = self.local && asks_for_a_stream(pkt.bytes());
-        let len = pkt.skb.len() as u64;
-        // Counted as the packets of the path MTU it stands for (a local
-        // segment as several), as they would be on a wire.
-        let n = if self.local {
-            self.packets_in(pkt.bytes(), len)
-        } else {
-            1
-        };
         let by_ref = pkt.by_ref;
         let mut skb = pkt.skb;
+        let len = skb.len() as u64;
         if self.local {
+            let n = u64::from(psns);
             if !self.local_headers(&mut skb, len as usize) {
                 dp.stats.inc(Counter::SendErr);
                 return true;
             }
             // A full-size packet is part of a stream: the receiving QP runs
-            // from its stream work item, on another CPU, while this one builds the
-            // next packets, so the two ends of a transfer run side by side;
-            // so does a READ request for a stream of responses
+            // from its stream work item, on another CPU, while this one
+            // builds the next packets, so the two ends of a transfer run side
+            // by side; so does a READ request for a stream of responses
             // ([`asks_for_a_stream`]). Small packets (latency, small
             // messages, ACKs, small READs and atomics) are served at once,
             // in this context.
@@ -336,8 +309,8 @@ impl Path {
 }
 
 /// A READ request whose response carries [`PIPELINE_BYTES`] or more: the
-/// responder streams it from its stream work item, on another CPU, while the
-/// requester's caller returns to user space. A smaller READ and an atomic
+/// responder streams it from its stream work item, on another CPU, while
+/// the requester's caller returns to user space. A smaller READ and an atomic
 /// are answered at once, in this context, like a small SEND, so the
 /// requester has its response before its system call returns.
 fn asks_for_a_stream(bth: &[u8]) -> bool {

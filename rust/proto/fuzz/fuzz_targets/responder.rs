@@ -52,7 +52,7 @@ impl TxSink for Tx {
         self.buf.resize(len, 0);
         Some(&mut self.buf)
     }
-    fn commit(&mut self) -> bool {
+    fn commit(&mut self, _psns: u32) -> bool {
         parse(&self.buf).expect("the QP emitted a packet that does not parse");
         self.sent += 1;
         true

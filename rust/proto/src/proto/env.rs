@@ -213,13 +213,15 @@ pub trait TxSink {
         let _ = (len, head, payload);
         None
     }
-    /// Send the packet most recently written to [`TxSink::buffer`]; `false`
-    /// if the link refused it (its transmit queue is full): the packet was
+    /// Send the packet most recently written to [`TxSink::buffer`], which
+    /// stands for `psns` PSNs (1, or more for a local segment,
+    /// [`crate::proto::QpConfig::segment_pkts`]); `false` if the link
+    /// refused it (its transmit queue is full): the packet was
     /// not sent, and the engine builds it again at a later turn, as after a
     /// [`TxSink::buffer`] that returned `None`. A sink that refuses a packet
     /// owes its QP a later turn; one that may drop it instead returns
     /// `true`, and the protocol's timers recover it.
-    fn commit(&mut self) -> bool;
+    fn commit(&mut self, psns: u32) -> bool;
 }
 
 /// Where completions go.

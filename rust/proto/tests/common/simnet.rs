@@ -261,7 +261,7 @@ impl TxSink for SimTx {
         self.next_ref = Some((head, payload));
         Some(&mut self.scratch[..head])
     }
-    fn commit(&mut self) -> bool {
+    fn commit(&mut self, _psns: u32) -> bool {
         if let Some(room) = self.room.as_mut() {
             if *room == 0 {
                 self.next_ref = None;

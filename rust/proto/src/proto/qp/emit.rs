@@ -39,15 +39,21 @@ pub(crate) enum EmitFail {
     Memory,
 }
 
-/// Sends one packet of headers `hdr` and payload `body`.
-pub(crate) fn emit(env: &mut Env<'_>, hdr: &Headers, body: Body<'_>) -> Result<(), EmitFail> {
+/// Sends one packet of headers `hdr` and payload `body`, standing for
+/// `psns` PSNs (see [`crate::proto::env::TxSink::commit`]).
+pub(crate) fn emit(
+    env: &mut Env<'_>,
+    hdr: &Headers,
+    body: Body<'_>,
+    psns: u32,
+) -> Result<(), EmitFail> {
     let plen = body.len();
     let (head, len) = hdr.layout(plen).map_err(|_| EmitFail::Build)?;
     if let Body::Memory(p) = body {
         if plen > 0 {
             if let Some(buf) = env.tx.buffer_by_ref(len, head, p) {
                 hdr.emit_headers(buf, plen).map_err(|_| EmitFail::Build)?;
-                return commit(env);
+                return commit(env, psns);
             }
         }
     }
@@ -73,12 +79,12 @@ pub(crate) fn emit(env: &mut Env<'_>, hdr: &Headers, body: Body<'_>) -> Result<(
             }
         }
     }
-    commit(env)
+    commit(env, psns)
 }
 
 /// Sends the packet just built; a refusal is [`EmitFail::Busy`].
-fn commit(env: &mut Env<'_>) -> Result<(), EmitFail> {
-    if env.tx.commit() {
+fn commit(env: &mut Env<'_>, psns: u32) -> Result<(), EmitFail> {
+    if env.tx.commit(psns) {
         Ok(())
     } else {
         Err(EmitFail::Busy)

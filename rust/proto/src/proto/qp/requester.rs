@@ -491,7 +491,7 @@ impl<S: Storage> Requester<S> {
                 access: Access::LocalRead,
             })
         };
-        match emit(env, &hdr, body) {
+        match emit(env, &hdr, body, span) {
             Ok(()) => {}
             Err(EmitFail::Busy) => return Tx::Idle,
             Err(EmitFail::Build) => return self.local_error(WcStatus::LocQpOpErr),
@@ -569,15 +569,7 @@ impl<S: Storage> Requester<S> {
     /// one PSN at a time, so whatever the responder already took, the
     /// packets sent again never reach across its expected PSN.
     fn segment_span(&self, cfg: &QpConfig, w: &SendWqe, pkt_idx: u32, psn: Psn) -> u32 {
-        let data = matches!(
-            w.wr.op,
-            WrOp::Send
-                | WrOp::SendWithImm(_)
-                | WrOp::SendWithInv(_)
-                | WrOp::Write
-                | WrOp::WriteWithImm(_)
-        );
-        if cfg.segment_pkts <= 1 || !data || psn.before(self.sent_psn) {
+        if cfg.segment_pkts <= 1 || !w.wr.op.is_send_or_write() || psn.before(self.sent_psn) {
             return 1;
         }
         let left = w.npkts.saturating_sub(pkt_idx);

@@ -855,7 +855,7 @@ fn transmit(env: &mut Env<'_>, h: &Headers, payload: Option<(u32, u64, u32)>) ->
             access: Access::RemoteRead,
         })
     });
-    match emit(env, h, body) {
+    match emit(env, h, body, 1) {
         Ok(()) => Sent::Yes,
         Err(EmitFail::Busy) => Sent::Busy,
         Err(EmitFail::Build | EmitFail::Memory) => Sent::Dropped,
