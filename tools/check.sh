@@ -82,9 +82,11 @@ if grep -q '^PASS setup' "$results"; then
             debug_pids=$!
         fi
         # The harness must be able to fail: a failing script and a kernel
-        # WARNING have to be judged FAIL, and a splat while booting must stop
-        # the boot at once (all self-tests: run.sh --selftest).
-        step harness-selftest tools/testing/run.sh --selftest selftest_fail selftest_warn selftest_boot_splat
+        # WARNING have to be judged FAIL, the verdict must carry the script's
+        # reason, and a splat while booting must stop the boot at once (all
+        # self-tests: run.sh --selftest).
+        step harness-selftest tools/testing/run.sh --selftest selftest_fail selftest_helper_fail \
+            selftest_warn selftest_boot_splat
         # Guest tests append their own PASS/FAIL lines to $results. Those marked
         # "# alone:" (lossy links between two guests, whose loss recovery is
         # timed) run last, when no debug-kernel guest shares the host.

@@ -287,7 +287,10 @@ for g in "${guests[@]}"; do
     elif [ -z "$result" ]; then
         reasons+=("guest $g printed no result (qemu rc=${rc[$g]}: $(tail -c 300 "$log_dir/qemu-$g.stderr" 2>/dev/null | tr '\n' ' '))")
     elif [ "$result" != "RRXE-RESULT: PASS" ]; then
-        reasons+=("guest $g: ${result#RRXE-RESULT: }")
+        # The script's own "FAIL: why" (lib/common.sh fail), so the one summary line
+        # says what went wrong where only that line is kept (a CI report).
+        why=$(tr -d '\r' < "$glog" | sed -n 's/^\[[^]]*\] FAIL: //p' | tail -1 | cut -c1-200)
+        reasons+=("guest $g: ${result#RRXE-RESULT: }${why:+: $why}")
     fi
 done
 [ -n "${late:-}" ] && reasons+=("$late")
