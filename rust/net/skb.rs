@@ -336,6 +336,34 @@ impl SkBuff {
         }
     }
 
+    /// The first word of the control buffer (`cb`), which belongs to
+    /// whoever holds the packet: a value its owner keeps with it while the
+    /// packet waits (set with [`SkBuff::set_cb_word`]).
+    pub fn cb_word(&self) -> u32 {
+        // SAFETY: By the invariant the skb is valid; its `cb` is a plain
+        // byte array of 48 bytes, of which the first 4 are read (without
+        // assuming their alignment).
+        unsafe {
+            let cb = core::ptr::addr_of!((*self.as_raw()).cb);
+            core::ptr::read_unaligned(cb.cast::<u32>())
+        }
+    }
+
+    /// Sets the first word of the control buffer (see [`SkBuff::cb_word`]).
+    /// Only the owner of the packet, which no other layer reads now, calls
+    /// this.
+    pub fn set_cb_word(&mut self, v: u32) {
+        // SAFETY: By the invariant the skb is valid and ours (`&mut self`):
+        // no one else reads or writes its control buffer meanwhile, whose
+        // first 4 of 48 bytes are written (without assuming alignment).
+        unsafe {
+            core::ptr::write_unaligned(
+                core::ptr::addr_of_mut!((*self.as_raw()).cb).cast::<u32>(),
+                v,
+            )
+        }
+    }
+
     /// The interface index of the device the packet came in on (a VLAN
     /// device's real device), 0 if none.
     pub fn ifindex(&self) -> i32 {

@@ -109,18 +109,26 @@ impl Datapath {
         self.stats.inc(why);
     }
 
-    /// Hands `skb` (data at its BTH, IP and UDP headers in front) to QP
-    /// `qpn`, which runs at once unless it is already running somewhere
+    /// Hands `skb` (data at its BTH, IP and UDP headers in front), which
+    /// stands for `psns` packets of the path MTU (1 but for a local
+    /// segment), to QP `qpn`, which runs at once unless it is already running somewhere
     /// (then it takes the packet before it stops) or `depth` says this is
     /// already a QP run nested in another. Returns `false` only if the QP's
     /// backlog was full and the sender `may_wait` (see [`QpCore::receive`]).
-    pub(crate) fn deliver(&self, qpn: u32, skb: SkBuff, depth: u8, may_wait: bool) -> bool {
+    pub(crate) fn deliver(
+        &self,
+        qpn: u32,
+        skb: SkBuff,
+        psns: u32,
+        depth: u8,
+        may_wait: bool,
+    ) -> bool {
         if qpn == crate::params::MULTICAST_QPN {
             self.deliver_multicast(skb, depth);
             return true;
         }
         match self.qps.get(qpn) {
-            Some(qp) => QpCore::receive(&qp, skb, depth, may_wait),
+            Some(qp) => QpCore::receive(&qp, skb, psns, depth, may_wait),
             None => {
                 self.drop_packet(Counter::RcvdNoQp);
                 true
@@ -141,12 +149,12 @@ impl Datapath {
         for &qpn in others {
             // Unreliable service: a member that gets no copy loses the datagram.
             if let (Some(copy), Some(qp)) = (skb.try_clone(), self.qps.get(qpn)) {
-                let _ = QpCore::receive(&qp, copy, depth, false);
+                let _ = QpCore::receive(&qp, copy, 1, depth, false);
             }
         }
         match self.qps.get(last) {
             Some(qp) => {
-                let _ = QpCore::receive(&qp, skb, depth, false);
+                let _ = QpCore::receive(&qp, skb, 1, depth, false);
             }
             None => self.drop_packet(Counter::RcvdNoQp),
         }

@@ -53,7 +53,7 @@ use crate::{
     sync::serial::Serial,
     ud::Ud,
 };
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::{
     impl_has_hr_timer, impl_has_work, new_spinlock_irq, new_work,
     prelude::*,
@@ -83,7 +83,10 @@ pub(crate) const DEFER: u8 = u8::MAX;
 /// as long as their traffic lasts.
 const MAX_RUNS: u32 = 4;
 
-/// Packets a QP keeps waiting for its run at most (its backlog). Without a
+/// Packets a QP keeps waiting for its run at most (its backlog), counted as
+/// the packets of the path MTU they stand for: a local segment
+/// ([`crate::xmit::Path::segments`]) counts as the PSNs it carries, so the
+/// bound holds as much data as it did before segments. Without a
 /// bound, a run held up (by an ODP page fault on slow storage, say) would
 /// let a peer, or a local process sending datagrams, fill memory with
 /// packets for it. At the bound a packet from the network is dropped, as a
@@ -243,9 +246,13 @@ pub(crate) struct QpCore {
     armed_at: AtomicU64,
     /// The current run is a work item's, which may sleep.
     in_work: AtomicBool,
-    /// Packets received for the QP, not yet taken by a run.
+    /// Packets received for the QP, not yet taken by a run; each holds the
+    /// PSNs it stands for in its control buffer word.
     #[pin]
     rx: SkbQueue,
+    /// The PSNs the packets in `rx` stand for (added before a packet goes
+    /// in, taken off after it comes out, so never less than that sum).
+    rx_psns: AtomicUsize,
     #[pin]
     timer: HrTimer<QpCore>,
     #[pin]
@@ -318,6 +325,7 @@ impl QpCore {
                 armed_at: AtomicU64::new(u64::MAX),
                 in_work: AtomicBool::new(false),
                 rx <- SkbQueue::new(),
+                rx_psns: AtomicUsize::new(0),
                 timer <- HrTimer::new(),
                 work <- new_work!("rrxe::QpCore::work"),
                 stream_work <- new_work!("rrxe::QpCore::stream_work"),
@@ -342,7 +350,10 @@ impl QpCore {
 
     /// The next received packet, if any.
     pub(crate) fn next_packet(&self) -> Option<SkBuff> {
-        self.rx.pop()
+        let skb = self.rx.pop()?;
+        self.rx_psns
+            .fetch_sub(skb.cb_word() as usize, Ordering::Relaxed);
+        Some(skb)
     }
 
     /// Whether received packets wait.
@@ -355,17 +366,27 @@ impl QpCore {
         self.timer_due.swap(false, Ordering::AcqRel)
     }
 
-    /// Queues a received packet (data at its BTH) and runs the QP. If
-    /// [`RX_BACKLOG_MAX`] packets wait already, the packet is dropped, and
-    /// `false` returned if the sender `may_wait` (then it sends the packet
-    /// again later); a run is under way or due then anyway.
-    pub(crate) fn receive(this: &Arc<Self>, skb: SkBuff, depth: u8, may_wait: bool) -> bool {
+    /// Queues a received packet (data at its BTH), which stands for `psns`
+    /// packets of the path MTU, and runs the QP. If packets standing for
+    /// [`RX_BACKLOG_MAX`] wait already, the packet is dropped, and `false`
+    /// returned if the sender `may_wait` (then it sends the packet again
+    /// later); a run is under way or due then anyway.
+    pub(crate) fn receive(
+        this: &Arc<Self>,
+        mut skb: SkBuff,
+        psns: u32,
+        depth: u8,
+        may_wait: bool,
+    ) -> bool {
         // Only the pushers race this snapshot, so the bound holds to within
-        // the number of CPUs delivering at once.
-        if this.rx.len() >= RX_BACKLOG_MAX {
+        // a packet per CPU delivering at once.
+        if this.rx_psns.load(Ordering::Relaxed) >= RX_BACKLOG_MAX {
             this.dp.drop_packet(Counter::RcvdBacklogFull);
             return !may_wait;
         }
+        let psns = psns.max(1);
+        skb.set_cb_word(psns);
+        this.rx_psns.fetch_add(psns as usize, Ordering::Relaxed);
         this.rx.push(skb);
         Self::kick(this, depth);
         true

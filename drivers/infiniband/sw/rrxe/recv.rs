@@ -45,7 +45,7 @@ pub(crate) fn dispatch(dp: &Arc<Datapath>, mut skb: SkBuff) {
     dp.stats.inc(Counter::RcvdPkts);
     dp.stats.add(Counter::RcvdBytes, skb.len() as u64);
     // From the network: a full backlog drops it.
-    let _ = dp.deliver(qpn, skb, 0, false);
+    let _ = dp.deliver(qpn, skb, 1, 0, false);
 }
 
 /// Verifies the ICRC of a received packet (data at the BTH, IP and UDP

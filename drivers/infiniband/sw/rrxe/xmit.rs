@@ -266,7 +266,7 @@ impl Path {
             } else {
                 depth.saturating_add(1)
             };
-            if !dp.deliver(dest_qpn, skb, depth, may_wait) {
+            if !dp.deliver(dest_qpn, skb, psns, depth, may_wait) {
                 return false;
             }
             dp.stats.add(Counter::SentPkts, n);
