@@ -565,6 +565,16 @@ fn send(id: u64, len: u32) -> SendWr {
     }
 }
 
+/// Loses every packet B sends (its responses) until A has retried `n`
+/// times, then lets them through again.
+fn lose_responses_until_retries(sim: &mut Sim, n: u64) {
+    sim.cut[1] = true;
+    while sim.nodes[0].qp.counters().retries < n {
+        assert!(sim.step());
+    }
+    sim.cut[1] = false;
+}
+
 /// An RDMA READ of `len` bytes from B's READ region into A's destination.
 fn read_b(id: u64, len: u32) -> SendWr {
     let mut r = send(id, len);
@@ -1134,11 +1144,7 @@ fn duplicate_read_restarts_response() {
         .add(A_DST.0, A_DST.1, vec![0; len as usize], false);
     post(&mut sim, 0, read_b(0, len));
     // The responses are lost until the requester has retried three times.
-    sim.cut[1] = true;
-    while sim.nodes[0].qp.counters().retries < 3 {
-        assert!(sim.step());
-    }
-    sim.cut[1] = false;
+    lose_responses_until_retries(&mut sim, 3);
     let before = sim.stats.sent_by[1];
     run_until_quiet(&mut sim);
     assert_eq!(statuses(&sim, 0, false), [WcStatus::Success]);
@@ -1285,11 +1291,7 @@ fn flush_duplicate_answered_from_history() {
         0,
         flush_wr(0, FethRepr::GLOBAL, FethRepr::RANGE, B_WRITE.1, 64),
     );
-    sim.cut[1] = true;
-    while sim.nodes[0].qp.counters().retries < 1 {
-        assert!(sim.step());
-    }
-    sim.cut[1] = false;
+    lose_responses_until_retries(&mut sim, 1);
     run_until_quiet(&mut sim);
     assert_eq!(statuses(&sim, 0, false), [WcStatus::Success]);
     assert_eq!(sim.nodes[1].mem.flushes_executed, 1);
@@ -1582,6 +1584,74 @@ fn local_segments_carry_many_psns() {
     assert_eq!(sim.stats.sent_by[0], 5, "four segments and one packet");
     let c = sim.nodes[0].qp.counters();
     assert_eq!((c.retries, c.seq_naks_received), (0, 0));
+}
+
+/// A READ between QPs that take local segments is answered in segments:
+/// whole MTUs up to `segment_pkts` a packet and the rest in the last, each
+/// standing for a PSN per MTU. The bytes arrive, and a READ sent after it
+/// starts where the first one's PSNs end. When the responses are lost, the
+/// requester retries from the first PSN it lacks and the responder answers
+/// in segments again.
+#[test]
+fn read_responses_in_local_segments() {
+    const LEN: u32 = 10 * MTU + 100;
+    let src: Vec<u8> = (0..LEN).map(|i| (i * 7) as u8).collect();
+    let setup = |sim: &mut Sim| {
+        sim.nodes[1].mem.add(B_READ.0, B_READ.1, src.clone(), true);
+        sim.nodes[0]
+            .mem
+            .add(A_DST.0, A_DST.1, vec![0; 2 * LEN as usize], false);
+    };
+    let mut sim = pair(0, Faults::default(), |c| c.segment_pkts = 4);
+    setup(&mut sim);
+    post(&mut sim, 0, read_b(1, LEN));
+    let mut second = read_b(2, 100);
+    second.sge.addr += u64::from(LEN);
+    post(&mut sim, 0, second);
+    run_until_quiet(&mut sim);
+    assert_eq!(
+        statuses(&sim, 0, false),
+        [WcStatus::Success, WcStatus::Success]
+    );
+    assert_eq!(sim.nodes[0].mem.slice(A_DST.0, A_DST.1, LEN as usize), src);
+    assert_eq!(
+        sim.nodes[0]
+            .mem
+            .slice(A_DST.0, A_DST.1 + u64::from(LEN), 100),
+        src[..100]
+    );
+    // 4 + 4 + 3 MTUs (the last with 100 bytes more), then the small READ.
+    assert_eq!(sim.stats.sent_by[1], 4, "three segments and one response");
+    let c = sim.nodes[0].qp.counters();
+    assert_eq!((c.retries, c.timeouts), (0, 0));
+
+    // The responder's first answers are lost: a retry from the PSN the
+    // requester lacks is answered in segments from there.
+    let mut sim = pair(0, Faults::default(), |c| {
+        c.segment_pkts = 4;
+        c.timeout_us = 2000;
+    });
+    setup(&mut sim);
+    post(&mut sim, 0, read_b(1, LEN));
+    lose_responses_until_retries(&mut sim, 1);
+    run_until_quiet(&mut sim);
+    assert_eq!(statuses(&sim, 0, false), [WcStatus::Success]);
+    assert_eq!(sim.nodes[0].mem.slice(A_DST.0, A_DST.1, LEN as usize), src);
+}
+
+/// A requester that takes no local segments takes a segmented READ
+/// response for a malformed one: the READ fails with a bad response.
+#[test]
+fn read_segment_to_a_requester_without_segments_is_bad() {
+    let (mut a, mut b) = (QpConfig::new(1, 2), QpConfig::new(2, 1));
+    (a.mtu, b.mtu, b.segment_pkts) = (MTU, MTU, 4);
+    let mut sim = pair_of(0, Faults::default(), a, b);
+    let len = 2 * MTU as usize;
+    sim.nodes[1].mem.add(B_READ.0, B_READ.1, vec![9; len], true);
+    sim.nodes[0].mem.add(A_DST.0, A_DST.1, vec![0; len], false);
+    post(&mut sim, 0, read_b(1, 2 * MTU));
+    run_until_quiet(&mut sim);
+    assert_eq!(statuses(&sim, 0, false), [WcStatus::BadRespErr]);
 }
 
 /// A responder that takes no local segments (a QP whose peer is not on

@@ -1,6 +1,6 @@
 #!/bin/sh
-# A QP's receive backlog is bounded (RX_BACKLOG_MAX, 4,096 packets waiting for the
-# QP's run, exec.rs), through two cases of the rrxe_kverbs test module
+# A QP's receive backlog is bounded (RX_BACKLOG_MAX, 4,096 packets of the path MTU
+# waiting for the QP's run, exec.rs), through two cases of the rrxe_kverbs test module
 # (tools/testing/kverbs/rrxe_kverbs.c) on rrxe0:
 # - backlog=5000: a UD QP's run is held (in its completion handler) while another UD
 #   QP sends it 5,000 datagrams of 1 KiB. rcvd_backlog_full must grow by exactly
@@ -10,12 +10,14 @@
 #   when the run goes on: UD drops them, counted as out_of_buffer (4,096, give or
 #   take the 256 probes, which post a receive each and may find one taken), not as
 #   rcvd_hdr_err, which must not move, nor rcvd_no_qp.
-# - backlog_read=1: an RDMA READ of 2 MiB (8,192 responses at a path MTU of 256) on an
-#   RC QP whose run is held until the responder's READ responses have filled its
-#   backlog. The responder is refused (rcvd_backlog_full grows) and sends again once
-#   the run goes on: the READ completes with the right bytes, and nothing was lost or
-#   retransmitted (completer_retry_err, rcvd_seq_err, duplicate_request,
-#   out_of_seq_request stay).
+# - backlog_read=1: an RDMA READ of 2 MiB (8,192 PSNs of responses at a path MTU of 256)
+#   on an RC QP whose run is held until the responder's READ responses have filled its
+#   backlog. Between QPs of one device the responses go as local segments of 16 KiB
+#   (64 PSNs each: local_segments grows by 128 at least), which the backlog counts as
+#   the PSNs they stand for, so 64 of them fill it. The responder is refused
+#   (rcvd_backlog_full grows) and sends again once the run goes on: the READ completes
+#   with the right bytes, and nothing was lost or retransmitted (completer_retry_err,
+#   rcvd_seq_err, duplicate_request, out_of_seq_request stay).
 # Both hold a QP's run on one CPU while the sender runs on another: the guest needs
 # two, on the debug kernel too (whose guests have one unless a test asks).
 # topology: single
@@ -45,12 +47,14 @@ log "of $n datagrams to the held QP: rcvd_backlog_full +$flood during the flood,
 [ "$noqp" = 0 ] || fail "rcvd_no_qp moved"
 
 lossy="completer_retry_err rcvd_seq_err duplicate_request out_of_seq_request"
-full0=$(c rcvd_backlog_full)
+full0=$(c rcvd_backlog_full) seg0=$(c local_segments)
 for k in $lossy; do eval "b_$k=\$(c $k)"; done
 kverbs_cases backlog_read=1
-full=$(( $(c rcvd_backlog_full) - full0 ))
-log "READ responses refused while the requester was held: rcvd_backlog_full +$full"
+full=$(( $(c rcvd_backlog_full) - full0 )) seg=$(( $(c local_segments) - seg0 ))
+log "READ responses refused while the requester was held: rcvd_backlog_full +$full;" \
+    "local_segments +$seg"
 [ "$full" -gt 0 ] || fail "rcvd_backlog_full did not move"
+[ "$seg" -ge 128 ] || fail "local_segments grew by $seg: the 2 MiB READ was not answered in 128 segments"
 for k in $lossy; do
     eval "d=\$(( \$(c $k) - b_$k ))"
     [ "$d" = 0 ] || fail "$k grew by $d: a refused response was lost"

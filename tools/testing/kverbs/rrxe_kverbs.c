@@ -28,11 +28,11 @@
  * only): backlog=N sends N datagrams to a UD QP whose run is held up (rrxe
  * drops what the backlog cannot take, counted as rcvd_backlog_full, which the
  * calling script checks; then the QP still receives), and backlog_read=1
- * reads 2 MiB (8,192 responses) on an RC QP whose run is held until the
- * responder's READ responses have filled its backlog (rrxe refuses the
- * responder more, and it sends them again when the run goes on: the READ
- * completes with the right bytes, and the script checks that nothing was
- * retransmitted).
+ * reads 2 MiB (8,192 PSNs of responses, in local segments of 64) on an RC QP
+ * whose run is held until the responder's READ responses have filled its
+ * backlog (rrxe refuses the responder more, and it sends them again when the
+ * run goes on: the READ completes with the right bytes, and the script checks
+ * that nothing was retransmitted).
  */
 #include <linux/module.h>
 #include <linux/netdevice.h>
@@ -936,8 +936,9 @@ static struct ib_qp *make_rc(struct ctx *c, struct ib_cq *cq)
 /*
  * Two READs from b's region into a's buffer, posted together on an RC pair of
  * their own with a path MTU of 256: one of 8 bytes, then one of 2 MiB (8,192
- * responses). The small one's completion holds the requester's run
- * (hold_run), after the run has sent both requests, until the responder,
+ * PSNs of responses, which rrxe sends as 128 local segments of 64 PSNs). The
+ * small one's completion holds the requester's run (hold_run), after the run
+ * has sent both requests, until the responder,
  * streaming the large READ's responses into the requester's backlog, has been
  * refused one (rcvd_backlog_full moved). The run then goes on, and the READ
  * must complete with b's bytes.
@@ -1047,7 +1048,7 @@ static int case_backlog_read(struct ctx *c)
 	err = wait_held(&h, "backlog_read: the small READ");
 	if (err)
 		goto out;
-	/* 8,192 responses take a while on a debug kernel under emulation. */
+	/* The responses take a while on a debug kernel under emulation. */
 	for (i = 0; i < 2 && !err; i++)
 		err = expect_within(cqa, 1100 + i, &wc, 120000);
 	if (err)

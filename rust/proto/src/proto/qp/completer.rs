@@ -1,7 +1,7 @@
 //! The completer: processes ACKs, NAKs, READ responses and atomic ACKs,
 //! completes send WQEs in order and decides on retransmission.
 
-use super::requester::{Requester, SendWqe};
+use super::requester::{npkts, Requester, SendWqe};
 use super::{Counters, QpConfig, Storage};
 use crate::proto::env::{Access, Env};
 use crate::proto::opcode::rc;
@@ -175,15 +175,26 @@ impl<S: Storage> Requester<S> {
             return false;
         }
         let off = psn.since(w.first_psn).saturating_mul(cfg.mtu);
-        let expect = w.wr.sge.length.saturating_sub(off).min(cfg.mtu);
-        let is_last = psn == w.last_psn();
-        let op = pkt.hdr.bth.opcode;
-        let op_ok = if is_last {
-            op == rc::RDMA_READ_RESPONSE_LAST || op == rc::RDMA_READ_RESPONSE_ONLY
+        let left = w.wr.sge.length.saturating_sub(off);
+        // One MTU a packet; on a QP that takes local segments up to
+        // `segment_pkts` of them, whole MTUs before the last.
+        let most = cfg.mtu.saturating_mul(cfg.segment_pkts.max(1));
+        let plen = u32::try_from(pkt.payload.len()).unwrap_or(u32::MAX);
+        let is_last = matches!(
+            pkt.hdr.bth.opcode,
+            rc::RDMA_READ_RESPONSE_LAST | rc::RDMA_READ_RESPONSE_ONLY
+        );
+        let len_ok = if is_last {
+            plen == left && left <= most
         } else {
-            op == rc::RDMA_READ_RESPONSE_FIRST || op == rc::RDMA_READ_RESPONSE_MIDDLE
+            plen != 0 && plen < left && plen <= most && plen.is_multiple_of(cfg.mtu)
         };
-        if !op_ok || pkt.payload.len() != expect as usize {
+        let op_ok = is_last
+            || matches!(
+                pkt.hdr.bth.opcode,
+                rc::RDMA_READ_RESPONSE_FIRST | rc::RDMA_READ_RESPONSE_MIDDLE
+            );
+        if !op_ok || !len_ok {
             self.error = Some((0, WcStatus::BadRespErr));
             return true;
         }
@@ -196,7 +207,8 @@ impl<S: Storage> Requester<S> {
             self.error = Some((0, WcStatus::LocProtErr));
             return true;
         }
-        self.comp_psn = psn.next();
+        // The packet stands for one PSN per MTU begun (one at least).
+        self.comp_psn = psn.add(npkts(plen, cfg.mtu));
         if is_last {
             self.complete_front(env, cfg, ctr, WcStatus::Success);
         }

@@ -46,13 +46,14 @@ pub struct QpConfig {
     pub pkey: u16,
     /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
     pub mtu: u32,
-    /// Most PSNs one SEND or WRITE request packet may stand for: 1 on a
-    /// network. Between two QPs of one host, whose packets never leave
+    /// Most PSNs one SEND or WRITE request packet, or READ response
+    /// packet, may stand for: 1 on a network. Between two QPs of one host, whose packets never leave
     /// memory, a packet may be a *local segment*: the payload of several
     /// packets of `mtu` bytes (at most [`MAX_PAYLOAD`] bytes in all) under
     /// the headers of the first, taking one PSN for each `mtu` bytes as
     /// the packets it stands for would. Both ends must agree on it: a
-    /// responder with 1 takes a segment for a malformed request.
+    /// responder with 1 takes a segment for a malformed request, a
+    /// requester with 1 a segmented READ response for a bad response.
     pub segment_pkts: u32,
     /// First PSN the requester sends.
     pub sq_psn: u32,

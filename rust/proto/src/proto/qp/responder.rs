@@ -738,7 +738,7 @@ impl<S: Storage> Responder<S> {
             Response::Ack { psn, syndrome, msn } => {
                 let mut h = Headers::new(bth(rc::ACKNOWLEDGE, psn));
                 h.aeth = Some(AethRepr { syndrome, msn });
-                if transmit(env, &h, None) != Sent::Yes {
+                if transmit(env, &h, None, 1) != Sent::Yes {
                     return false;
                 }
                 let _ = self.resp_q.pop();
@@ -747,7 +747,7 @@ impl<S: Storage> Responder<S> {
                 let mut h = Headers::new(bth(rc::ATOMIC_ACKNOWLEDGE, psn));
                 h.aeth = Some(ok_aeth(msn));
                 h.atomic_ack = Some(orig);
-                if transmit(env, &h, None) != Sent::Yes {
+                if transmit(env, &h, None, 1) != Sent::Yes {
                     return false;
                 }
                 let _ = self.resp_q.pop();
@@ -755,7 +755,7 @@ impl<S: Storage> Responder<S> {
             Response::EmptyReadResponse { psn, msn } => {
                 let mut h = Headers::new(bth(rc::RDMA_READ_RESPONSE_ONLY, psn));
                 h.aeth = Some(ok_aeth(msn));
-                if transmit(env, &h, None) != Sent::Yes {
+                if transmit(env, &h, None, 1) != Sent::Yes {
                     return false;
                 }
                 let _ = self.resp_q.pop();
@@ -768,8 +768,12 @@ impl<S: Storage> Responder<S> {
                 first,
                 msn,
             } => {
-                let plen = remaining.min(cfg.mtu);
-                let last = remaining <= cfg.mtu;
+                // A QP that takes local segments answers in segments too:
+                // whole MTUs up to `segment_pkts` of them, one PSN each.
+                let most = cfg.mtu.saturating_mul(cfg.segment_pkts.max(1));
+                let plen = remaining.min(most);
+                let last = remaining <= most;
+                let span = npkts(plen, cfg.mtu);
                 let opcode = match (first, last) {
                     (true, true) => rc::RDMA_READ_RESPONSE_ONLY,
                     (true, false) => rc::RDMA_READ_RESPONSE_FIRST,
@@ -780,7 +784,7 @@ impl<S: Storage> Responder<S> {
                 if first || last {
                     h.aeth = Some(ok_aeth(msn));
                 }
-                match transmit(env, &h, Some((rkey, va, plen))) {
+                match transmit(env, &h, Some((rkey, va, plen)), span) {
                     Sent::Yes => {}
                     Sent::Busy => return false,
                     Sent::Dropped => {
@@ -800,7 +804,7 @@ impl<S: Storage> Responder<S> {
                     ..
                 }) = self.resp_q.front_mut()
                 {
-                    *p = psn.next();
+                    *p = psn.add(span);
                     *v = va.wrapping_add(u64::from(plen));
                     *rem = remaining.saturating_sub(plen);
                     *f = false;
@@ -845,8 +849,9 @@ enum Sent {
 }
 
 /// Emit `h` with an optional payload read from remote memory
-/// (`rkey`, `va`, `len`).
-fn transmit(env: &mut Env<'_>, h: &Headers, payload: Option<(u32, u64, u32)>) -> Sent {
+/// (`rkey`, `va`, `len`), a packet that stands for `psns` PSNs (more than 1
+/// for a local segment of READ response data).
+fn transmit(env: &mut Env<'_>, h: &Headers, payload: Option<(u32, u64, u32)>, psns: u32) -> Sent {
     let body = payload.map_or(Body::Empty, |(key, va, len)| {
         Body::Memory(PayloadRef {
             key,
@@ -855,7 +860,7 @@ fn transmit(env: &mut Env<'_>, h: &Headers, payload: Option<(u32, u64, u32)>) ->
             access: Access::RemoteRead,
         })
     });
-    match emit(env, h, body, 1) {
+    match emit(env, h, body, psns) {
         Ok(()) => Sent::Yes,
         Err(EmitFail::Busy) => Sent::Busy,
         Err(EmitFail::Build | EmitFail::Memory) => Sent::Dropped,
