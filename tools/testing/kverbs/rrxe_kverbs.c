@@ -821,8 +821,9 @@ static int send_dgram(struct ctx *c, struct ud_pair *p, struct ib_cq *cq, u32 qk
 /*
  * @n datagrams to a UD QP whose run is held (by its completion handler, see
  * hold_run) after its first datagram. Then the run goes on, and the QP must
- * still take a datagram: receives are posted one at a time until one gets
- * the last datagram's bytes rather than a stale one from the backlog.
+ * still take a datagram: receives are posted one at a time, each with a
+ * datagram of its own, until one gets the datagram sent with it rather than
+ * a stale one from the backlog or an earlier probe.
  */
 static int case_backlog(struct ctx *c, unsigned int n)
 {
@@ -881,9 +882,16 @@ static int case_backlog(struct ctx *c, unsigned int n)
 	pr_info("rrxe_kverbs: backlog: %u datagrams sent to the held QP, rcvd_backlog_full +%llu\n",
 		n, dropped);
 	err = expect(cqb, 700, &wc);
-	/* The QP goes on: a fresh datagram reaches a receive posted now. */
+	/*
+	 * The QP goes on: a fresh datagram reaches a receive posted now. Each
+	 * probe has bytes of its own, and only the one just sent ends the loop:
+	 * the backlog is then empty (an earlier probe taken instead means later
+	 * ones still wait, and would find the QP destroyed: rcvd_no_qp).
+	 */
 	pattern(c->a.buf, DGRAM, 0x77);
 	for (i = 0; i < TRIES && !err; i++) {
+		/* The probe's number in its first bytes. */
+		memcpy(c->a.buf, &i, sizeof(i));
 		err = post_recv(c, p.qb, 800 + i);
 		if (!err)
 			err = send_dgram(c, &p, cqa, QKEY, 900 + i);
