@@ -111,10 +111,11 @@ impl Datapath {
 
     /// Hands `skb` (data at its BTH, IP and UDP headers in front), which
     /// stands for `psns` packets of the path MTU (1 but for a local
-    /// segment), to QP `qpn`, which runs at once unless it is already running somewhere
-    /// (then it takes the packet before it stops) or `depth` says this is
-    /// already a QP run nested in another. Returns `false` only if the QP's
-    /// backlog was full and the sender `may_wait` (see [`QpCore::receive`]).
+    /// segment), to QP `qpn`, which runs at once unless it is already
+    /// running somewhere (then it takes the packet before it stops) or
+    /// `depth` says this is already a QP run nested in another. Returns
+    /// `false` only if the QP's backlog was full and the sender `may_wait`
+    /// (see [`QpCore::receive`]).
     pub(crate) fn deliver(
         &self,
         qpn: u32,

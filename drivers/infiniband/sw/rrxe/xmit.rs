@@ -141,10 +141,11 @@ impl Path {
     }
 
     /// How many PSNs of `mtu` bytes one of a connection's SEND or WRITE
-    /// packets, or READ responses, may stand for ([`crate::proto::QpConfig::segment_pkts`]): 1
-    /// to another host; up to [`SEGMENT_BYTES`] of payload to a QP of this
-    /// device, whose connection to this one makes the same choice, as the
-    /// packet never leaves memory.
+    /// packets, or READ responses, may stand for
+    /// ([`crate::proto::QpConfig::segment_pkts`]): 1 to another host; up to
+    /// [`SEGMENT_BYTES`] of payload to a QP of this device, whose
+    /// connection to this one makes the same choice, as the packet never
+    /// leaves memory.
     pub(crate) fn segments(&self, mtu: u32) -> u32 {
         if !self.local {
             return 1;

@@ -178,7 +178,7 @@ impl<S: Storage> Requester<S> {
         let left = w.wr.sge.length.saturating_sub(off);
         // One MTU a packet; on a QP that takes local segments up to
         // `segment_pkts` of them, whole MTUs before the last.
-        let most = cfg.mtu.saturating_mul(cfg.segment_pkts.max(1));
+        let most = cfg.segment_bytes();
         let plen = u32::try_from(pkt.payload.len()).unwrap_or(u32::MAX);
         let is_last = matches!(
             pkt.hdr.bth.opcode,

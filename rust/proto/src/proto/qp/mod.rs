@@ -47,8 +47,9 @@ pub struct QpConfig {
     /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
     pub mtu: u32,
     /// Most PSNs one SEND or WRITE request packet, or READ response
-    /// packet, may stand for: 1 on a network. Between two QPs of one host, whose packets never leave
-    /// memory, a packet may be a *local segment*: the payload of several
+    /// packet, may stand for: 1 on a network. Between two QPs of one host,
+    /// whose packets never leave memory, a packet may be a *local
+    /// segment*: the payload of several
     /// packets of `mtu` bytes (at most [`MAX_PAYLOAD`] bytes in all) under
     /// the headers of the first, taking one PSN for each `mtu` bytes as
     /// the packets it stands for would. Both ends must agree on it: a
@@ -105,6 +106,12 @@ impl RemoteAccess {
 }
 
 impl QpConfig {
+    /// The most payload one packet carries: `mtu`, or on a QP that takes
+    /// local segments `segment_pkts` times that.
+    pub(crate) fn segment_bytes(&self) -> u32 {
+        self.mtu.saturating_mul(self.segment_pkts.max(1))
+    }
+
     /// A configuration with common defaults for the given QP numbers.
     pub const fn new(qpn: u32, dest_qpn: u32) -> Self {
         QpConfig {

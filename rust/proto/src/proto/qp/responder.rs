@@ -770,7 +770,7 @@ impl<S: Storage> Responder<S> {
             } => {
                 // A QP that takes local segments answers in segments too:
                 // whole MTUs up to `segment_pkts` of them, one PSN each.
-                let most = cfg.mtu.saturating_mul(cfg.segment_pkts.max(1));
+                let most = cfg.segment_bytes();
                 let plen = remaining.min(most);
                 let last = remaining <= most;
                 let span = npkts(plen, cfg.mtu);
@@ -829,7 +829,7 @@ fn flush_enabled(cfg: &QpConfig, pkt: &Packet<'_>) -> bool {
 /// stands for one PSN per MTU begun (`npkts`).
 fn payload_len(pkt: &Packet<'_>, cfg: &QpConfig) -> (u32, bool) {
     let plen = u32::try_from(pkt.payload.len()).unwrap_or(u32::MAX);
-    let most = cfg.mtu.saturating_mul(cfg.segment_pkts);
+    let most = cfg.segment_bytes();
     let ok = if pkt.info.is_last() {
         plen <= most
     } else {
