@@ -16,8 +16,9 @@
 #                   order alternating (rxe,rrxe | rrxe,rxe | ...); default 6
 #   --tests LIST    comma-separated subset of ib_send_lat,ib_write_lat,ib_read_lat,
 #                   ib_atomic_lat,ib_send_idle1k_lat,ib_write_bw,ib_read_bw,ib_send_bw,
-#                   ib_write_bw_q8,ib_send_mpps (default: all; see
-#                   tools/bench/guest/perftest_compare.sh for what each runs)
+#                   ib_write_bw_q8,ib_send_mpps,floor_uverbs_lat,floor_doorbell_lat
+#                   (default: all; see tools/bench/guest/perftest_compare.sh for what
+#                   each runs)
 #   --no-pair       skip the two-guest run
 #   --profile       record a perf profile (cpu-clock, whole guest) of every client run,
 #                   and of both guests of every wire run (the sender and the

@@ -59,6 +59,32 @@ function median(key,    m, i, j, x) {
     return (srt[m / 2] + srt[m / 2 + 1]) / 2
 }
 
+# floors(): what the floor_uverbs_lat row bounds. Every iteration of the other latency
+# rows (each half round trip of ib_send_lat and ib_write_lat) and every message of
+# ib_send_mpps rings one send doorbell, and part of each doorbell is ib_core's, before
+# any driver: rrxe_floor's refused doorbell (the lower of the two drivers' medians).
+# So no driver behind librxe can take less than that per iteration or message.
+function floors(    f, d, k, t, key, m, lat) {
+    f = -1
+    for (d = 1; d <= nd; d++) {
+        key = "floor_uverbs_lat" SUBSEP drivers[d]
+        if (ok[key] && !failed[key] && (f < 0 || median(key) < f)) f = median(key)
+    }
+    if (f <= 0) return
+    printf "\nfloor: ib_core's part of a send doorbell takes %.2f us (floor_uverbs_lat); no driver\n" \
+        "behind librxe can beat it, so at best, per row, rrxe/rxe would be:\n", f
+    for (k = 1; k <= nt; k++) {
+        t = order[k]
+        if (t ~ /^floor_/) continue
+        key = t SUBSEP "rxe"
+        if (!ok[key] || failed[key] || median(key) <= 0) continue
+        lat = (t ~ /_lat$/)
+        if (lat) printf "  %-19s >= %.2f  (%.2f us of rxe's %.2f)\n", t, f / median(key), f, median(key)
+        else if (t ~ /_mpps$/)
+            printf "  %-19s <= %.2f  (%.4f Mpps against rxe's %.4f)\n", t, 1 / f / median(key), 1 / f, median(key)
+    }
+}
+
 # cell(key, lat): the median, "FAILED", "FAILED k/n" or "-" (never run).
 function cell(key, lat) {
     if (!runs[key]) return "-"
@@ -82,6 +108,7 @@ END {
             a, b, r, used(t SUBSEP "rxe") "/" used(t SUBSEP "rrxe"),
             lat ? "(lower is better)" : "(higher is better)"
     }
+    floors()
     if (nbusy)
         printf "\n%d runs (marked *) overlapped other CPU load on the host; medians leave them out\n" \
             "where a driver has quiet runs of that test.\n", nbusy

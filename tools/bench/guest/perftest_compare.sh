@@ -32,7 +32,7 @@
 . "${RRXE_LIB%/*}/rounds.sh"
 
 ROUNDS=6
-TESTS="ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat ib_send_idle1k_lat ib_write_bw ib_read_bw ib_send_bw ib_write_bw_q8 ib_send_mpps"
+TESTS="ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat ib_send_idle1k_lat ib_write_bw ib_read_bw ib_send_bw ib_write_bw_q8 ib_send_mpps floor_uverbs_lat floor_doorbell_lat"
 LAT_ITERS=2000
 BW_ITERS=1000
 WARMUP=1
@@ -69,6 +69,10 @@ record() {  # ROUND DRIVER TEST VALUE|FAILED [REASON...]
 #   ib_write_bw, ib_read_bw, ib_send_bw      64 KiB messages, Gb/s
 #   ib_write_bw_q8                           ib_write_bw over 8 QPs at once, Gb/s
 #   ib_send_mpps                             ib_send_bw of 64-byte messages, Mpps
+#   floor_uverbs_lat, floor_doorbell_lat     not perftests: rrxe_floor's iterations of
+#                                            a send doorbell that ib_core refuses (no
+#                                            such QP) and of one the driver finds
+#                                            nothing to do for, t_typical (usec)
 # bin TEST: the perftest binary of TEST.
 bin() {
     case "$1" in
@@ -134,6 +138,7 @@ idle_qps_stop() {
 # run_one ROUND DRIVER DEV GID TEST: one perftest, server and client, recorded.
 run_one() {
     local round=$1 drv=$2 dev=$3 gid=$4 t=$5 a b srv crc=0 src=0 out reason= v n t0 t1
+    case "$t" in floor_*) run_floor "$round" "$drv" "$dev" "$gid" "$t"; return ;; esac
     a=$(args "$t") || { record "$round" "$drv" "$t" FAILED "unknown perftest $t"; return; }
     b=$(bin "$t")
     if [ "$t" = ib_send_idle1k_lat ] && ! idle_qps_start "$dev" "$gid" 1000; then
@@ -143,6 +148,25 @@ run_one() {
     fi
     run_perftest "$round" "$drv" "$dev" "$gid" "$t" "$b" "$a"
     idle_qps_stop
+}
+
+# run_floor ROUND DRIVER DEV GID TEST: one rrxe_floor mode (floor_MODE_lat), recorded.
+run_floor() {
+    local round=$1 drv=$2 dev=$3 gid=$4 t=$5 mode out t0 t1 v
+    mode=${t#floor_}; mode=${mode%_lat}
+    out=/tmp/$t-$drv-r$round
+    log "round $round $drv: rrxe_floor -d $dev -g $gid -n $LAT_ITERS -m $mode"
+    read -r t0 _ < /proc/uptime
+    timeout $CLIENT_TMO rrxe_floor -d "$dev" -g "$gid" -n "$LAT_ITERS" -m "$mode" > "$out.out" 2>&1
+    local rc=$?
+    read -r t1 _ < /proc/uptime
+    echo "BENCH-SPAN $round $drv $t $t0 $t1"
+    v=$(sed -n "s/^$mode t_typical_us=\([0-9.]*\) .*/\1/p" "$out.out")
+    if [ $rc = 0 ] && [ -n "$v" ]; then
+        record "$round" "$drv" "$t" "$v"
+    else
+        record "$round" "$drv" "$t" FAILED "rrxe_floor rc=$rc: $(tail -n 1 "$out.out")"
+    fi
 }
 
 # run_perftest ROUND DRIVER DEV GID TEST BINARY ARGS: one perftest run, recorded.
