@@ -64,11 +64,13 @@ function median(key,    m, i, j, x) {
 # ib_send_mpps rings one send doorbell, and part of each doorbell is ib_core's, before
 # any driver: rrxe_floor's refused doorbell (the lower of the two drivers' medians).
 # So no driver behind librxe can take less than that per iteration or message.
-function floors(    f, d, k, t, key, m, lat) {
+function floors(    f, d, k, t, key, m) {
     f = -1
     for (d = 1; d <= nd; d++) {
         key = "floor_uverbs_lat" SUBSEP drivers[d]
-        if (ok[key] && !failed[key] && (f < 0 || median(key) < f)) f = median(key)
+        if (!ok[key] || failed[key]) continue
+        m = median(key)
+        if (f < 0 || m < f) f = m
     }
     if (f <= 0) return
     printf "\nfloor: ib_core's part of a send doorbell takes %.2f us (floor_uverbs_lat); no driver\n" \
@@ -77,11 +79,12 @@ function floors(    f, d, k, t, key, m, lat) {
         t = order[k]
         if (t ~ /^floor_/) continue
         key = t SUBSEP "rxe"
-        if (!ok[key] || failed[key] || median(key) <= 0) continue
-        lat = (t ~ /_lat$/)
-        if (lat) printf "  %-19s >= %.2f  (%.2f us of rxe's %.2f)\n", t, f / median(key), f, median(key)
+        if (!ok[key] || failed[key]) continue
+        m = median(key)
+        if (m <= 0) continue
+        if (t ~ /_lat$/) printf "  %-19s >= %.2f  (%.2f us of rxe's %.2f)\n", t, f / m, f, m
         else if (t ~ /_mpps$/)
-            printf "  %-19s <= %.2f  (%.4f Mpps against rxe's %.4f)\n", t, 1 / f / median(key), 1 / f, median(key)
+            printf "  %-19s <= %.2f  (%.4f Mpps against rxe's %.4f)\n", t, 1 / f / m, 1 / f, m
     }
 }
 

@@ -135,9 +135,14 @@ idle_qps_stop() {
     kill "$IDLE_PID" 2>/dev/null; wait "$IDLE_PID" 2>/dev/null; IDLE_PID=
 }
 
-# run_one ROUND DRIVER DEV GID TEST: one perftest, server and client, recorded.
+# run_one ROUND DRIVER DEV GID TEST: one perftest, server and client, or one
+# rrxe_floor mode, recorded; skipped once it has failed MAX_FAILS times on DRIVER.
 run_one() {
     local round=$1 drv=$2 dev=$3 gid=$4 t=$5 a b srv crc=0 src=0 out reason= v n t0 t1
+    if [ "$(grep -c "^BENCH-RUN [0-9]* $drv $t FAILED" "$RESULTS")" -ge $MAX_FAILS ]; then
+        record "$round" "$drv" "$t" FAILED "skipped: failed $MAX_FAILS times already"
+        return
+    fi
     case "$t" in floor_*) run_floor "$round" "$drv" "$dev" "$gid" "$t"; return ;; esac
     a=$(args "$t") || { record "$round" "$drv" "$t" FAILED "unknown perftest $t"; return; }
     b=$(bin "$t")
@@ -172,10 +177,6 @@ run_floor() {
 # run_perftest ROUND DRIVER DEV GID TEST BINARY ARGS: one perftest run, recorded.
 run_perftest() {
     local round=$1 drv=$2 dev=$3 gid=$4 t=$5 b=$6 a=$7 srv crc=0 src=0 out reason= v n t0 t1
-    if [ "$(grep -c "^BENCH-RUN [0-9]* $drv $t FAILED" "$RESULTS")" -ge $MAX_FAILS ]; then
-        record "$round" "$drv" "$t" FAILED "skipped: failed $MAX_FAILS times already"
-        return
-    fi
     PORT=$((PORT + 1))
     out=/tmp/$t-$drv-r$round
     log "round $round $drv: $b -d $dev -x $gid -F -p $PORT $a"

@@ -204,9 +204,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!dev || n < 2 || (mode && strcmp(mode, "uverbs") && strcmp(mode, "doorbell") &&
+	if (!dev || n < 2 || n > 100000000 || (mode && strcmp(mode, "uverbs") && strcmp(mode, "doorbell") &&
 			      strcmp(mode, "read"))) {
-		fprintf(stderr, "rrxe_floor: need -d DEV, -n of at least 2 and a known -m\n");
+		fprintf(stderr, "rrxe_floor: need -d DEV, -n from 2 to 100000000 and a known -m\n");
 		return 2;
 	}
 	list = env_device(dev);
