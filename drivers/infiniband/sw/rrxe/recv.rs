@@ -17,7 +17,7 @@ use crate::{
         headers::BthRepr,
         icrc::{self, IpHeader},
         opcode::BTH_LEN,
-        parse_payload, HeaderRepr, Packet, Payload, Piece,
+        parse_payload_with, HeaderRepr, Packet, Payload, Piece,
     },
     stats::Counter,
     xmit::crc32,
@@ -84,14 +84,15 @@ fn split<'a>(skb: &'a SkBuff, out: &'a mut [Piece<'a>]) -> Option<(&'a [u8], &'a
 }
 
 /// Parses a packet a QP received (data at its BTH) where its pieces lie and
-/// hands it to `f`; `None` if it does not parse.
+/// lends it to `f`; `None` if it does not parse.
 pub(crate) fn with_packet<R>(skb: &SkBuff, f: impl FnOnce(&Packet<'_>) -> R) -> Option<R> {
+    // A packet in one piece (a small one, or one linearised) needs no list
+    // of pieces.
+    let linear = skb.linear();
+    if linear.len() == skb.len() {
+        return parse_payload_with(Payload::from_slice(linear), f).ok();
+    }
     let mut pieces = [Piece::Bytes(&[]); MAX_PIECES];
     let (first, rest) = split(skb, &mut pieces)?;
-    // Borrowed where it was parsed: moving the packet out of the `Result`
-    // would copy its 200 bytes (a `memcpy` per packet).
-    parse_payload(Payload::from_pieces(first, rest))
-        .as_ref()
-        .ok()
-        .map(f)
+    parse_payload_with(Payload::from_pieces(first, rest), f).ok()
 }

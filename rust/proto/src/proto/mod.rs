@@ -52,7 +52,9 @@ pub use headers::{
 };
 pub use icrc::{Crc32, IcrcError, IpHeader, SoftCrc32};
 pub use opcode::{opcode_info, OpcodeInfo, Transport};
-pub use packet::{parse, parse_payload, EmitError, Headers, Packet, ParseError};
+pub use packet::{
+    parse, parse_payload, parse_payload_with, EmitError, Headers, Packet, ParseError,
+};
 pub use payload::{Chunk, Payload, Piece, SharedRange};
 pub use psn::{rnr_timer_us, Credits, Msn, NakCode, Psn, Syndrome, RNR_TIMER_US};
 pub use qp::{

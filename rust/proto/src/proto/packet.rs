@@ -262,22 +262,30 @@ pub fn parse(buf: &[u8]) -> Result<Packet<'_>, ParseError> {
 /// Parse a UDP payload that may lie in several pieces (a received packet's
 /// fragments), as [`parse`] does; the packet's payload borrows the pieces.
 pub fn parse_payload(udp_payload: Payload<'_>) -> Result<Packet<'_>, ParseError> {
-    // The headers, gathered into one place (they may cross pieces): as
-    // many bytes as any headers take, or fewer where the readable bytes
-    // end (a payload in shared memory, which the headers may not reach).
-    let mut hbuf = [0u8; MAX_HDR_LEN];
-    let mut got = 0usize;
+    parse_payload_with(udp_payload, |pkt| *pkt)
+}
+
+/// [`parse_payload`], lending the packet to `f` where it was parsed rather
+/// than returning it: a caller that only reads it saves the copy of its
+/// headers.
+pub fn parse_payload_with<'a, R>(
+    udp_payload: Payload<'a>,
+    f: impl FnOnce(&Packet<'a>) -> R,
+) -> Result<R, ParseError> {
+    // The headers in one place: as many bytes as any headers take, or
+    // fewer where the payload (or its readable bytes) ends. Read where they
+    // lie if they are in one readable piece, as in a linear packet, and
+    // gathered otherwise (they may cross pieces).
     let front = udp_payload.sub(0, udp_payload.len().min(MAX_HDR_LEN));
-    for chunk in front.iter().flat_map(|f| f.chunks()) {
-        let Chunk::Bytes(c) = chunk else { break };
-        let end = got.saturating_add(c.len());
-        // `..c.len()` makes the lengths equal, so the copy cannot panic.
-        if let Some(d) = hbuf.get_mut(got..).and_then(|d| d.get_mut(..c.len())) {
-            d.copy_from_slice(c);
+    let gathered: [u8; MAX_HDR_LEN];
+    let buf: &[u8] = match front.and_then(|f| f.as_slice()) {
+        Some(bytes) => bytes,
+        None => {
+            let got;
+            (gathered, got) = gather_headers(front);
+            gathered.get(..got).ok_or(ParseError::Truncated)?
         }
-        got = end;
-    }
-    let buf: &[u8] = hbuf.get(..got).ok_or(ParseError::Truncated)?;
+    };
     let bth = BthRepr::parse(buf)?;
     let info = opcode_info(bth.opcode).ok_or(ParseError::UnknownOpcode)?;
     let body_end = udp_payload
@@ -287,13 +295,7 @@ pub fn parse_payload(udp_payload: Payload<'_>) -> Result<Packet<'_>, ParseError>
     if body_end < info.hdr_len {
         return Err(ParseError::Truncated);
     }
-    let mut icrc = [0u8; ICRC_LEN];
-    if !udp_payload
-        .sub(body_end, ICRC_LEN)
-        .is_some_and(|t| t.copy_to(&mut icrc))
-    {
-        return Err(ParseError::Truncated);
-    }
+    let icrc = read_icrc(udp_payload.sub(body_end, ICRC_LEN)).ok_or(ParseError::Truncated)?;
     let padded = body_end
         .checked_sub(info.hdr_len)
         .ok_or(ParseError::Truncated)?;
@@ -317,7 +319,14 @@ pub fn parse_payload(udp_payload: Payload<'_>) -> Result<Packet<'_>, ParseError>
     let payload = udp_payload
         .sub(info.hdr_len, payload_len)
         .ok_or(ParseError::BadPad)?;
-    let mut hdr = Headers::new(bth);
+    // Built where it is lent, the extension headers filled in place.
+    let mut pkt = Packet {
+        info,
+        hdr: Headers::new(bth),
+        payload,
+        icrc,
+    };
+    let hdr = &mut pkt.hdr;
     for_each_ext(info, |h, off| {
         let b = buf.get(off..).ok_or(ParseError::Truncated)?;
         match h {
@@ -332,12 +341,39 @@ pub fn parse_payload(udp_payload: Payload<'_>) -> Result<Packet<'_>, ParseError>
         }
         Ok(())
     })?;
-    Ok(Packet {
-        info,
-        hdr,
-        payload,
-        icrc,
-    })
+    Ok(f(&pkt))
+}
+
+/// The headers at the front of a payload (`front`, at most
+/// [`MAX_HDR_LEN`] bytes) gathered from the pieces they lie in, and how
+/// many bytes were readable: the copy stops at the first shared piece.
+fn gather_headers(front: Option<Payload<'_>>) -> ([u8; MAX_HDR_LEN], usize) {
+    let mut hbuf = [0u8; MAX_HDR_LEN];
+    let mut got = 0usize;
+    for chunk in front.iter().flat_map(|f| f.chunks()) {
+        let Chunk::Bytes(c) = chunk else { break };
+        let end = got.saturating_add(c.len());
+        // `..c.len()` makes the lengths equal, so the copy cannot panic.
+        if let Some(d) = hbuf.get_mut(got..).and_then(|d| d.get_mut(..c.len())) {
+            d.copy_from_slice(c);
+        }
+        got = end;
+    }
+    (hbuf, got)
+}
+
+/// The ICRC bytes (`tail`, the last [`ICRC_LEN`] of the payload), read in
+/// place if they lie in one readable piece; `None` if any is not readable.
+fn read_icrc(tail: Option<Payload<'_>>) -> Option<[u8; ICRC_LEN]> {
+    let tail = tail?;
+    if let Some(icrc) = tail
+        .as_slice()
+        .and_then(|s| <[u8; ICRC_LEN]>::try_from(s).ok())
+    {
+        return Some(icrc);
+    }
+    let mut icrc = [0u8; ICRC_LEN];
+    tail.copy_to(&mut icrc).then_some(icrc)
 }
 
 #[cfg(test)]
