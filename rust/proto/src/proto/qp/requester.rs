@@ -455,8 +455,15 @@ impl<S: Storage> Requester<S> {
         let pkt_idx = self.send_off.checked_div(cfg.mtu).unwrap_or(0);
         let psn = w.first_psn.add(pkt_idx);
         let span = self.segment_span(cfg, &w, pkt_idx, psn);
-        let (mut hdr, payload_len, last) =
-            request_headers(cfg, &w, self.send_off, pkt_idx, span, psn);
+        // Built here and filled in place: returned, the headers would be
+        // copied once more per packet.
+        let mut hdr = Headers::new(BthRepr {
+            pkey: cfg.pkey,
+            dest_qpn: cfg.dest_qpn,
+            psn,
+            ..BthRepr::default()
+        });
+        let (payload_len, last) = request_headers(cfg, &w, self.send_off, pkt_idx, span, &mut hdr);
         // The end of a SEND or WRITE asks for an ACK only when something
         // waits for it: a completion, or a local operation queued behind it
         // (it runs once everything before it has completed), or nothing
@@ -602,25 +609,21 @@ pub(crate) fn wc(cfg: &QpConfig, wr: &SendWr, status: WcStatus) -> WorkCompletio
     }
 }
 
-/// Headers of packet `pkt_idx` of `w` (starting at byte `off`) standing for
-/// `span` PSNs (more than 1 only for a local segment of a SEND or WRITE),
-/// the payload length, and whether it is the WQE's last request packet.
+/// Fills in `h`, which holds the BTH's P_Key, destination QP and PSN, as
+/// the headers of packet `pkt_idx` of `w` (starting at byte `off`) standing
+/// for `span` PSNs (more than 1 only for a local segment of a SEND or
+/// WRITE); returns the payload length, and whether it is the WQE's last
+/// request packet.
 fn request_headers(
     cfg: &QpConfig,
     w: &SendWqe,
     off: u32,
     pkt_idx: u32,
     span: u32,
-    psn: Psn,
-) -> (Headers, u32, bool) {
+    h: &mut Headers,
+) -> (u32, bool) {
     let wr = &w.wr;
     let len = wr.sge.length;
-    let mut h = Headers::new(BthRepr {
-        pkey: cfg.pkey,
-        dest_qpn: cfg.dest_qpn,
-        psn,
-        ..BthRepr::default()
-    });
     let remote_va = wr.remote_addr.wrapping_add(u64::from(off));
     let atomic = |swap_add, compare| AtomicEthRepr {
         va: wr.remote_addr,
@@ -728,5 +731,5 @@ fn request_headers(
     // `post` let only SEND and WRITE onto a UC QP, whose opcodes UC has.
     h.bth.opcode = cfg.transport.request_opcode(opcode).unwrap_or(opcode);
     h.bth.ack_req = last && cfg.transport == Transport::Rc;
-    (h, payload, last)
+    (payload, last)
 }
