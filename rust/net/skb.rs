@@ -12,7 +12,7 @@
 //! slices ([`SkBuff::shared_frag`]).
 //! [`SkbQueue`] is a queue of packets that any context may add to.
 
-use crate::{bindings as b, shared_bytes::SharedBytes};
+use crate::{bindings as b, shared_bytes::SharedBytes, sync::bh};
 use core::ptr::NonNull;
 use kernel::{prelude::*, types::Opaque};
 
@@ -380,8 +380,19 @@ impl SkBuff {
 
 impl Drop for SkBuff {
     fn drop(&mut self) {
-        // SAFETY: By the invariant the skb is ours and freed only here.
-        unsafe { b::rrxe_skb_free(self.as_raw()) };
+        // Where softirqs may be disabled, the packet's head goes to this
+        // CPU's cache of skb heads (the one NAPI feeds), which `alloc_skb`
+        // takes from next: a packet built and consumed on one CPU, as a
+        // local one is, then costs no slab allocation for its head.
+        if bh::may_disable() {
+            let _bh = bh::disable();
+            // SAFETY: By the invariant the skb is ours and freed only here;
+            // a non-zero budget asks for softirq context, which `_bh` gives.
+            unsafe { b::napi_consume_skb(self.as_raw(), 1) };
+        } else {
+            // SAFETY: By the invariant the skb is ours and freed only here.
+            unsafe { b::rrxe_skb_free(self.as_raw()) };
+        }
     }
 }
 

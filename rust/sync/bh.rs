@@ -22,6 +22,13 @@ pub struct BhDisabled {
     _not_send: core::marker::PhantomData<*mut ()>,
 }
 
+/// Whether [`disable`] may be called here: not in a hard interrupt, nor
+/// with hard interrupts disabled.
+pub fn may_disable() -> bool {
+    // SAFETY: Reads this CPU's context; no preconditions.
+    unsafe { b::rrxe_bh_may_disable() }
+}
+
 /// Disables softirqs on this CPU until the returned guard is dropped.
 ///
 /// Nests: in softirq context or under another guard it only deepens the

@@ -109,3 +109,4 @@ void *rrxe_sk_user_data(struct sock *sk);
 int rrxe_dst_cache_init(struct dst_cache *cache);
 void rrxe_local_bh_disable(void);
 void rrxe_local_bh_enable(void);
+bool rrxe_bh_may_disable(void);

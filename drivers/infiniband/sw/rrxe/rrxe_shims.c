@@ -516,3 +516,8 @@ void rrxe_local_bh_enable(void)
 {
 	local_bh_enable();
 }
+
+bool rrxe_bh_may_disable(void)
+{
+	return !in_hardirq() && !irqs_disabled();
+}
