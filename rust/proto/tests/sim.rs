@@ -1722,6 +1722,85 @@ fn unsignaled_write_before_local_op_asks_for_ack() {
     assert_eq!(sim.nodes[0].qp.counters().retries, 0);
 }
 
+/// An unsignaled WRITE posted alone asks for no ACK (nothing waits for
+/// it), so its ACK comes after the ACK timeout, from a probe: the WRITE is
+/// sent again, asking, and the responder acknowledges the duplicate. No
+/// retry is spent and the window stays whole; the data is written once, and
+/// a signaled WRITE after it completes.
+#[test]
+fn lone_unsignaled_write_is_acknowledged_after_a_timeout() {
+    let mut sim = pair(0, Faults::default(), |_| {});
+    let mut w = write_b(0, 50, 0);
+    w.signaled = false;
+    post(&mut sim, 0, w);
+    run_until_quiet(&mut sim);
+    assert!(sim.nodes[0].qp.next_deadline().is_none(), "still waiting");
+    assert_eq!(sim.stats.sent_by[0], 2, "the WRITE and its probe");
+    assert_eq!(sim.nodes[1].qp.counters().duplicates, 1);
+    let c = sim.nodes[0].qp.counters();
+    assert_eq!((c.retries, c.window_cuts, c.retry_exceeded), (0, 0, 0));
+    assert_eq!(
+        sim.nodes[1].mem.slice(B_WRITE.0, B_WRITE.1, 50),
+        vec![7; 50]
+    );
+    post(&mut sim, 0, write_b(1, 50, 50));
+    run_until_quiet(&mut sim);
+    assert_eq!(
+        opcodes(&sim, 0),
+        vec![(1, WcOpcode::RdmaWrite, WcStatus::Success)]
+    );
+}
+
+/// As above, but the WRITE's packet is lost: the probe reaches the
+/// responder as a new packet, asks for the ACK the timer waits for, and
+/// gets it. A probe that goes unanswered too makes the next timeout a loss
+/// (a retry); the one after that comes through.
+#[test]
+fn lone_unsignaled_write_lost_is_acknowledged_after_its_probe() {
+    for lost in [vec![1], vec![1, 2]] {
+        let mut sim = pair(0, Faults::default(), |_| {});
+        let mut w = write_b(0, 50, 0);
+        w.signaled = false;
+        sim.lose = lost.clone();
+        post(&mut sim, 0, w);
+        run_until_quiet(&mut sim);
+        assert!(sim.nodes[0].qp.next_deadline().is_none(), "still waiting");
+        let retries = lost.len() as u64 - 1;
+        assert_eq!(sim.nodes[0].qp.counters().retries, retries, "{lost:?}");
+        assert_eq!(
+            sim.nodes[1].mem.slice(B_WRITE.0, B_WRITE.1, 50),
+            vec![7; 50]
+        );
+    }
+}
+
+/// One-request doorbells (perftest's way: each unsignaled SEND posted and
+/// sent before the next is posted) draw one ACK per 16 packets, not one
+/// per message; the signaled last one completes without a timeout.
+#[test]
+fn one_request_doorbells_coalesce_acks() {
+    let mut sim = pair(0, Faults::default(), |_| {});
+    for i in 0..64u64 {
+        post_recv(&mut sim, i, 64);
+        let mut w = send(i, 64);
+        w.signaled = i == 63;
+        post(&mut sim, 0, w);
+        // The SEND (and any ACK) arrives; the next post comes long before
+        // the ACK timeout.
+        sim.settle();
+    }
+    run_until_quiet(&mut sim);
+    assert_eq!(statuses(&sim, 1, true).len(), 64);
+    assert_eq!(statuses(&sim, 0, false), [WcStatus::Success]);
+    assert_eq!(sim.stats.sent_by[0], 64, "no retransmission");
+    assert!(
+        sim.stats.sent_by[1] <= 5,
+        "{} ACKs for 64 one-packet SENDs",
+        sim.stats.sent_by[1]
+    );
+    assert_eq!(sim.nodes[0].qp.counters().retries, 0);
+}
+
 /// A link whose queue holds 48 packets (netem `limit 48`, no random loss)
 /// and QPs allowed 256 packets in flight, as the driver's: a stream of 100
 /// WRITEs of 64 packets. A fixed window overflows the queue on every burst

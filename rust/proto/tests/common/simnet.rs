@@ -588,6 +588,22 @@ impl Sim {
         node.mem.frags.clear();
     }
 
+    /// Sends and delivers packets until none is left to send or in
+    /// flight, firing no timer: what happens before the next post when
+    /// posts come far apart from the ACK timeout.
+    pub fn settle(&mut self) {
+        loop {
+            self.pump();
+            let Some((at, seq)) = self.flight.iter().map(|f| (f.at, f.seq)).min() else {
+                return;
+            };
+            self.now = self.now.max(at);
+            let i = self.flight.iter().position(|f| f.seq == seq).unwrap();
+            let f = self.flight.swap_remove(i);
+            self.deliver(f);
+        }
+    }
+
     /// Packets the nodes' transmit queues refused (see [`Netem::txq`]).
     pub fn refused(&self) -> u64 {
         self.nodes.iter().map(|n| n.tx.refused).sum()

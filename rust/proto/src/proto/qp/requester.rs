@@ -96,6 +96,10 @@ pub(crate) struct Requester<S: Storage> {
     pub(super) error: Option<(usize, WcStatus)>,
     /// Packets allowed in flight (RC), at most `cfg.max_inflight_pkts`.
     pub(super) cwnd: Cwnd,
+    /// The newest packet sent asked for no ACK (the end of an unsignaled
+    /// burst that nothing waits for): the next ACK timeout is a probe for
+    /// its ACK, not a loss (see [`Requester::on_timer`]).
+    pub(super) tail_unasked: bool,
 }
 
 impl<S: Storage> Requester<S> {
@@ -117,6 +121,7 @@ impl<S: Storage> Requester<S> {
             send_twice: None,
             error: None,
             cwnd: Cwnd::new(cfg.max_inflight_pkts, psn),
+            tail_unasked: false,
         }
     }
 
@@ -138,6 +143,7 @@ impl<S: Storage> Requester<S> {
         self.send_twice = None;
         self.error = None;
         self.cwnd = Cwnd::new(cfg.max_inflight_pkts, psn);
+        self.tail_unasked = false;
     }
 
     pub(crate) fn post(
@@ -301,6 +307,20 @@ impl<S: Storage> Requester<S> {
         }
         if self.retry_deadline.is_some_and(|d| now >= d) {
             self.retry_deadline = None;
+            if self.outstanding() && self.tail_unasked {
+                // The newest request asked for no ACK, and none came for
+                // the ones before it either: send what is unacknowledged
+                // again, its newest packet asking this time. The responder
+                // answers a duplicate with an ACK, and a first copy (the
+                // original was lost) by its AckReq. No retry is spent and
+                // the window stays: nothing needs to have been lost. If
+                // this gets no answer either, the next timeout is a loss.
+                self.tail_unasked = false;
+                let psn = self.comp_psn;
+                self.rewind(cfg, psn);
+                self.last_rewind = Some(psn);
+                return false;
+            }
             if self.outstanding() {
                 ctr.timeouts = ctr.timeouts.wrapping_add(1);
                 // A timeout always retransmits, even if a rewind to the
@@ -408,6 +428,7 @@ impl<S: Storage> Requester<S> {
         self.cwnd.restart_at(self.sent_psn);
         self.retry_deadline = None;
         self.rnr_deadline = None;
+        self.tail_unasked = false;
     }
 
     /// May the WQE at `send_rel` be started now?
@@ -465,14 +486,21 @@ impl<S: Storage> Requester<S> {
         });
         let (payload_len, last) = request_headers(cfg, &w, self.send_off, pkt_idx, span, &mut hdr);
         // The end of a SEND or WRITE asks for an ACK only when something
-        // waits for it: a completion, or a local operation queued behind it
-        // (it runs once everything before it has completed), or nothing
-        // queued behind it at all. One ACK acknowledges every earlier PSN,
-        // so a stream of unsignaled messages gets one ACK per burst, not
-        // one per message. READs and atomics are answered anyway.
+        // waits for it: a completion, a local operation queued behind it
+        // (it runs once everything before it has completed), or, as the
+        // newest request of a full queue, the posts that wait for room.
+        // One ACK acknowledges every earlier PSN, so a stream of
+        // unsignaled messages gets one ACK per ACK_EVERY packets or
+        // signaled message, not one per message, even when each comes on a
+        // doorbell of its own. The newest request sent again after a
+        // timeout asks too: the timer waits for that ACK. READs and
+        // atomics are answered anyway.
         if last && !w.wr.signaled && !w.wr.op.is_read_or_atomic() {
-            let behind = self.q.get(self.send_rel.saturating_add(1));
-            if behind.is_some_and(|n| !n.wr.op.is_local()) {
+            let waits = match self.q.get(self.send_rel.saturating_add(1)) {
+                Some(next) => next.wr.op.is_local(),
+                None => self.q.free() == 0 || self.sent_psn.after(psn),
+            };
+            if !waits {
                 hdr.bth.ack_req = false;
             }
         }
@@ -519,6 +547,9 @@ impl<S: Storage> Requester<S> {
         }
         if self.next_psn.after(self.sent_psn) {
             self.sent_psn = self.next_psn;
+        }
+        if reliable && self.next_psn == self.sent_psn {
+            self.tail_unasked = !hdr.bth.ack_req;
         }
         if !reliable {
             // Unreliable: sent is done. Every request before this one
