@@ -431,8 +431,12 @@ impl SkbQueue {
         unsafe { b::skb_queue_tail(self.head.get(), skb.into_raw().as_ptr()) };
     }
 
-    /// Takes the oldest packet.
+    /// Takes the oldest packet. An empty queue is seen without its lock (a
+    /// packet pushed meanwhile may or may not be taken, as with the lock).
     pub fn pop(&self) -> Option<SkBuff> {
+        if self.is_empty() {
+            return None;
+        }
         // SAFETY: The head is initialised (invariant).
         let raw = NonNull::new(unsafe { b::skb_dequeue(self.head.get()) })?;
         // SAFETY: Dequeued skbs are owned by the queue, and now by us.

@@ -361,9 +361,10 @@ impl QpCore {
         !self.rx.is_empty()
     }
 
-    /// Takes the timer's expiry, if it fired since the last run.
+    /// Takes the timer's expiry, if it fired since the last run (read
+    /// first: most runs find it clear, and need no atomic exchange).
     pub(crate) fn timer_fired(&self) -> bool {
-        self.timer_due.swap(false, Ordering::AcqRel)
+        self.timer_due.load(Ordering::Acquire) && self.timer_due.swap(false, Ordering::AcqRel)
     }
 
     /// Queues a received packet (data at its BTH), which stands for `psns`
