@@ -598,10 +598,15 @@ impl Sim {
                 return;
             };
             self.now = self.now.max(at);
-            let i = self.flight.iter().position(|f| f.seq == seq).unwrap();
-            let f = self.flight.swap_remove(i);
-            self.deliver(f);
+            self.deliver_seq(seq);
         }
+    }
+
+    /// Takes the packet numbered `seq` off the link and delivers it.
+    fn deliver_seq(&mut self, seq: u64) {
+        let i = self.flight.iter().position(|f| f.seq == seq).unwrap();
+        let f = self.flight.swap_remove(i);
+        self.deliver(f);
     }
 
     /// Packets the nodes' transmit queues refused (see [`Netem::txq`]).
@@ -634,9 +639,7 @@ impl Sim {
         self.now = self.now.max(t);
         if let Some((at, seq)) = next_pkt {
             if at <= self.now {
-                let i = self.flight.iter().position(|f| f.seq == seq).unwrap();
-                let f = self.flight.swap_remove(i);
-                self.deliver(f);
+                self.deliver_seq(seq);
                 return true;
             }
         }

@@ -307,21 +307,22 @@ impl<S: Storage> Requester<S> {
         }
         if self.retry_deadline.is_some_and(|d| now >= d) {
             self.retry_deadline = None;
-            if self.outstanding() && self.tail_unasked {
-                // The newest request asked for no ACK, and none came for
-                // the ones before it either: send what is unacknowledged
-                // again, its newest packet asking this time. The responder
-                // answers a duplicate with an ACK, and a first copy (the
-                // original was lost) by its AckReq. No retry is spent and
-                // the window stays: nothing needs to have been lost. If
-                // this gets no answer either, the next timeout is a loss.
-                self.tail_unasked = false;
-                let psn = self.comp_psn;
-                self.rewind(cfg, psn);
-                self.last_rewind = Some(psn);
-                return false;
-            }
             if self.outstanding() {
+                if self.tail_unasked {
+                    // The newest request asked for no ACK, and none came
+                    // for the ones before it either: send what is
+                    // unacknowledged again, its newest packet asking this
+                    // time. The responder answers a duplicate with an ACK,
+                    // and a first copy (the original was lost) by its
+                    // AckReq. No retry is spent and the window stays:
+                    // nothing needs to have been lost. If this gets no
+                    // answer either, the next timeout is a loss.
+                    self.tail_unasked = false;
+                    let psn = self.comp_psn;
+                    self.rewind(cfg, psn);
+                    self.last_rewind = Some(psn);
+                    return false;
+                }
                 ctr.timeouts = ctr.timeouts.wrapping_add(1);
                 // A timeout always retransmits, even if a rewind to the
                 // same PSN happened before.
