@@ -89,6 +89,11 @@ impl Datapath {
         self.qps.get(qpn).is_some()
     }
 
+    /// The QP numbered `qpn`, if it exists.
+    pub(crate) fn qp(&self, qpn: u32) -> Option<Arc<QpCore>> {
+        self.qps.get(qpn)
+    }
+
     /// Enters user AH `num`.
     pub(crate) fn add_ah(&self, num: u32, info: AhInfo) -> Result {
         self.ahs.insert(num, Arc::new(AhEntry(info), GFP_KERNEL)?)

@@ -18,6 +18,7 @@
 use crate::{
     ah::AhInfo,
     datapath::Datapath,
+    exec::QpCore,
     mem::PdMemory,
     net::{
         route::{self, Endpoints, IpAddr, Route, HEADROOM},
@@ -26,7 +27,8 @@ use crate::{
     proto::{headers::ROCE_V2_PORT, icrc, PayloadRef},
     stats::Counter,
 };
-use kernel::prelude::*;
+use core::cell::OnceCell;
+use kernel::{prelude::*, sync::Arc};
 
 /// A packet delivered locally with at least this many bytes (BTH to ICRC)
 /// lets its receiver run from its stream work item (see [`Path::send`]).
@@ -105,6 +107,13 @@ pub(crate) struct Path {
     /// Interface the packets leave through (the source GID's), 0: the
     /// device's own.
     oif: i32,
+    /// A connection's path to a QP of this device: that QP, found by its
+    /// number at the first packet, so later ones skip the device's table.
+    /// A QP destroyed meanwhile takes no more packets (its runs drop what
+    /// arrives, as they do for a connection to a QP that is gone); a new
+    /// QP given its number is not this connection's peer, and a new
+    /// connection (`modify_qp` to RTR) makes a new path.
+    peer: Option<OnceCell<Arc<QpCore>>>,
 }
 
 impl Path {
@@ -137,6 +146,7 @@ impl Path {
                 None
             },
             oif: to.ifindex,
+            peer: (cached && local).then(OnceCell::new),
         })
     }
 
@@ -194,6 +204,17 @@ impl Path {
         }
         pkt.by_ref = true;
         Some(pkt)
+    }
+
+    /// A connection's peer on this device, QP `qpn` (looked up once, then
+    /// kept); `None` for any other path, or if there is no such QP (yet).
+    fn local_peer(&self, dp: &Datapath, qpn: u32) -> Option<&Arc<QpCore>> {
+        let cell = self.peer.as_ref()?;
+        if let Some(qp) = cell.get() {
+            return Some(qp);
+        }
+        let qp = dp.qp(qpn)?;
+        Some(cell.get_or_init(|| qp))
     }
 
     /// Whether the path runs over IPv6 (else IPv4).
@@ -267,7 +288,11 @@ impl Path {
             } else {
                 depth.saturating_add(1)
             };
-            if !dp.deliver(dest_qpn, skb, psns, depth, may_wait) {
+            let delivered = match self.local_peer(dp, dest_qpn) {
+                Some(qp) => QpCore::receive(qp, skb, psns, depth, may_wait),
+                None => dp.deliver(dest_qpn, skb, psns, depth, may_wait),
+            };
+            if !delivered {
                 return false;
             }
             dp.stats.add(Counter::SentPkts, n);
