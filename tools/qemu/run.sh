@@ -20,6 +20,10 @@
 #   --append-b ARGS       guest B's extra command line instead (default: --append's),
 #                         e.g. --append rrxe.driver=rxe --append-b rrxe.driver=rrxe
 #   --log-dir DIR         logs (default $RRXE_OUT/runs/DATE-NAME-PID)
+#   --icount              guest time in instructions (QEMU -icount shift=0,sleep=off: 1 ns
+#                         per instruction), so what one vCPU does alone takes the same
+#                         time in every run, whatever the host does; the vCPUs then take
+#                         turns on one host thread (tools/bench/ab.sh)
 # Prints "PASS (Ns)" or "FAIL reason" as its last line; exit status 0 only on PASS.
 # Networking: -nic none, then only a -netdev socket (udp=/localaddr= on 127.0.0.1) with
 # a virtio-net device; a single guest points at an unused loopback port.
@@ -32,7 +36,7 @@ export RRXE_OUT=${RRXE_OUT:-$repo/out}
 die() { printf 'qemu: ERROR: %s\n' "$*" >&2; echo "FAIL $*"; exit 2; }
 log() { printf 'qemu: %s\n' "$*" >&2; }
 
-test_name= shell=0 pair=0 variant=normal kernel_a= kernel_b= ko_a= ko_b= timeout=300
+test_name= shell=0 pair=0 icount=0 variant=normal kernel_a= kernel_b= ko_a= ko_b= timeout=300
 smp=${RRXE_SMP:-2} mem=${RRXE_MEM:-1G} pcap= append= append_b=unset log_dir= tests=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -53,6 +57,7 @@ while [ $# -gt 0 ]; do
         --append) append=$2; shift 2 ;;
         --append-b) append_b=$2; shift 2 ;;
         --log-dir) log_dir=$2; shift 2 ;;
+        --icount) icount=1; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option $1 (see --help)" ;;
     esac
@@ -139,6 +144,7 @@ qemu_cmd() {  # guest local_port peer_port -> prints nothing, fills the array "c
          -nic none
          -netdev "socket,id=n0,udp=127.0.0.1:$pport,localaddr=127.0.0.1:$lport"
          -device "virtio-net-pci,netdev=n0,mac=52:54:00:00:00:0$([ "$g" = a ] && echo 1 || echo 2)")
+    [ $icount = 1 ] && cmd+=(-icount shift=0,sleep=off)
     if [ "$g" = a ] && [ -n "$pcap" ]; then
         cmd+=(-object "filter-dump,id=f0,netdev=n0,file=$pcap")
     fi
