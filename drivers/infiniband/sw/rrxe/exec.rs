@@ -40,7 +40,7 @@
 use crate::{
     datapath::Datapath,
     device::RrxeDev,
-    mem::PdMemory,
+    mem::{KeyCache, PdMemory},
     net::skb::{SkBuff, SkbQueue},
     queue::{KernelSide, Queue},
     rc::Conn,
@@ -300,12 +300,14 @@ pub(crate) struct QpInfo {
 }
 
 impl QpCore {
-    /// Memory by key as this QP may use it (its PD's regions and windows).
-    pub(crate) fn memory(&self) -> PdMemory<'_> {
+    /// Memory by key as this QP may use it (its PD's regions and windows),
+    /// with the regions it used last in `keys`: only in the QP's run (see
+    /// [`Regions::for_qp`](crate::mem::Regions::for_qp)).
+    pub(crate) fn memory<'a>(&'a self, keys: &'a KeyCache) -> PdMemory<'a> {
         let may_sleep = self.in_work.load(Ordering::Relaxed);
         self.dp
             .regions
-            .for_qp(self.info.pd, self.info.qpn, may_sleep)
+            .for_qp(self.info.pd, self.info.qpn, may_sleep, keys)
     }
 
     /// A QP in the RESET state.

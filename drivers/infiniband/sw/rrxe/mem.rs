@@ -12,6 +12,13 @@
 //! ([`PdMemory::user_pages`]) holds a page reference of its own, which
 //! outlives the unpinning.
 //!
+//! A connected QP keeps the regions it used last in a [`KeyCache`], so a
+//! run that names the same key again skips the table's lock and reference
+//! count: an entry is a plain pointer, trusted only while the device's
+//! generation of regions ([`Regions::remove`] and [`Regions::rereg`] move
+//! it on) is the one it was filled in, and only inside a run's RCU read
+//! section, which a removal waits out before it drops the region.
+//!
 //! On-demand paging regions ([`Memory::Odp`]) differ: their pages are
 //! faulted in, and reached under a mutex, so only a run that may sleep
 //! touches them (a QP's work item, see [`crate::exec`]); it leaves the RCU
@@ -26,8 +33,10 @@ use crate::{
     sync::table::Table,
 };
 use core::{
+    cell::Cell,
+    ops::Deref,
     ptr::NonNull,
-    sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering},
+    sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering},
 };
 use kernel::{
     new_mutex, new_spinlock_irq,
@@ -391,6 +400,9 @@ pub(crate) struct Regions {
     table: Table<Region>,
     /// How many ODP regions exist (user QPs then run in process context).
     odp: AtomicU32,
+    /// Moves on at every removal and change of rights: a [`KeyCache`]
+    /// entry of an older generation is not trusted.
+    generation: AtomicU64,
 }
 
 fn index(key: u32) -> u32 {
@@ -403,6 +415,7 @@ impl Regions {
         pin_init!(Self {
             table <- Table::new(),
             odp: AtomicU32::new(0),
+            generation: AtomicU64::new(0),
         })
     }
 
@@ -436,7 +449,11 @@ impl Regions {
         let Some(r) = self.table.remove(index(key)) else {
             return;
         };
-        // (The table's lock orders the mark before this load.)
+        // Before the grace period: a run that sees the old generation began
+        // before it, and the wait below outlasts the run.
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        // (The table's lock orders the mark, which every cached region has,
+        // before this load.)
         if r.used.load(Ordering::Relaxed) {
             // Runs that looked the region up hold the RCU read lock until
             // they let go of it.
@@ -455,7 +472,7 @@ impl Regions {
     /// The ODP memory of the region `key` of PD `pd` that grants local
     /// writes, as `advise_mr` takes it.
     pub(crate) fn odp(&self, pd: usize, key: u32) -> Result<(u64, Arc<OdpMemory>)> {
-        let (r, rights) = self.get(key, false).ok_or(EINVAL)?;
+        let (r, rights, _) = self.get(key, false).ok_or(EINVAL)?;
         if rights.pd != pd
             || r.key != key
             || rights.access & b::ib_access_flags_IB_ACCESS_LOCAL_WRITE == 0
@@ -468,11 +485,15 @@ impl Regions {
         }
     }
 
-    /// The region with `key`'s index and its rights, read together under
-    /// the table's lock; `mark`: as a use by the datapath, which
-    /// `Regions::remove` either sees, or the region was gone before.
-    fn get(&self, key: u32, mark: bool) -> Option<(Arc<Region>, Rights)> {
+    /// The region with `key`'s index, its rights and the generation of
+    /// regions, read together under the table's lock; `mark`: as a use by
+    /// the datapath, which `Regions::remove` either sees, or the region was
+    /// gone before. (A removal moves the generation on after the region
+    /// left the table, so a generation read here is older than the
+    /// region's removal.)
+    fn get(&self, key: u32, mark: bool) -> Option<(Arc<Region>, Rights, u64)> {
         let mut rights = Rights { pd: 0, access: 0 };
+        let mut generation = 0;
         let r = self.table.get_and(index(key), |r| {
             if mark {
                 r.used.store(true, Ordering::Relaxed);
@@ -481,8 +502,9 @@ impl Regions {
                 pd: r.pd.load(Ordering::Relaxed),
                 access: r.access.load(Ordering::Relaxed),
             };
+            generation = self.generation.load(Ordering::Relaxed);
         })?;
-        Some((r, rights))
+        Some((r, rights, generation))
     }
 
     /// `rereg_mr` (`flags`: `enum ib_mr_rereg_flags`) of the user region
@@ -528,17 +550,30 @@ impl Regions {
                 r.access.store(access, Ordering::Relaxed);
             }
         });
+        // Cached rights are of the registration before.
+        self.generation.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
     /// Memory as QP `qpn` of protection domain `pd` may use it, from a run
-    /// that may sleep (`may_sleep`: see [`PdMemory::odp`]) or not.
-    pub(crate) fn for_qp(&self, pd: usize, qpn: u32, may_sleep: bool) -> PdMemory<'_> {
+    /// that may sleep (`may_sleep`: see [`PdMemory::odp`]) or not, with the
+    /// QP's `keys`.
+    ///
+    /// Only inside a QP's run, or elsewhere under the RCU read lock: the
+    /// regions `keys` names are only alive for as long as that lasts.
+    pub(crate) fn for_qp<'a>(
+        &'a self,
+        pd: usize,
+        qpn: u32,
+        may_sleep: bool,
+        keys: &'a KeyCache,
+    ) -> PdMemory<'a> {
         PdMemory {
             regions: self,
             pd,
             qpn,
             may_sleep,
+            keys,
         }
     }
 }
@@ -550,6 +585,100 @@ struct Rights {
     access: u32,
 }
 
+/// Slots of a [`KeyCache`]: a local key and a remote one, as a requester
+/// and a responder of one connection use them.
+const KEY_SLOTS: usize = 2;
+
+/// A region as a [`KeyCache`] remembers it.
+#[derive(Clone, Copy)]
+struct KeyEntry {
+    /// The key looked up (its index found the region).
+    key: u32,
+    /// The generation of regions at the lookup.
+    generation: u64,
+    /// The rights the lookup read.
+    rights: Rights,
+    region: RegionPtr,
+}
+
+/// A pointer to a region in its device's table.
+#[derive(Clone, Copy)]
+struct RegionPtr(NonNull<Region>);
+
+// SAFETY: A `RegionPtr` is only dereferenced under the rules of
+// `KeyCache`, on whichever CPU the QP runs; `Region` is `Sync`.
+unsafe impl Send for RegionPtr {}
+
+/// The regions a QP looked up last, by key.
+///
+/// # Invariants
+///
+/// Each entry's region was in its device's table, marked as used by the
+/// datapath, when the table's lock gave the entry's generation. So while
+/// the device's generation is still that one, the region has not been
+/// removed before the current RCU read section began, and
+/// [`Regions::remove`] waits for the section to end before it drops it.
+/// Regions with on-demand paging are never entered (their users leave the
+/// RCU read section).
+pub(crate) struct KeyCache {
+    slots: [Cell<Option<KeyEntry>>; KEY_SLOTS],
+    /// The slot the next new key takes.
+    next: Cell<usize>,
+}
+
+impl KeyCache {
+    /// An empty cache.
+    pub(crate) const fn new() -> Self {
+        Self {
+            slots: [const { Cell::new(None) }; KEY_SLOTS],
+            next: Cell::new(0),
+        }
+    }
+
+    fn find(&self, key: u32) -> Option<KeyEntry> {
+        self.slots
+            .iter()
+            .filter_map(Cell::get)
+            .find(|e| e.key == key)
+    }
+
+    fn enter(&self, e: KeyEntry) {
+        let slot = match self
+            .slots
+            .iter()
+            .position(|s| s.get().is_some_and(|o| o.key == e.key))
+        {
+            Some(slot) => slot,
+            None => {
+                let slot = self.next.get() % KEY_SLOTS;
+                self.next.set(slot.wrapping_add(1));
+                slot
+            }
+        };
+        if let Some(s) = self.slots.get(slot) {
+            s.set(Some(e));
+        }
+    }
+}
+
+/// A region a lookup found: borrowed from a [`KeyCache`] for the run's
+/// RCU read section, or held by a reference.
+enum Held<'a> {
+    Cached(&'a Region),
+    Owned(Arc<Region>),
+}
+
+impl Deref for Held<'_> {
+    type Target = Region;
+
+    fn deref(&self) -> &Region {
+        match self {
+            Held::Cached(r) => r,
+            Held::Owned(r) => r,
+        }
+    }
+}
+
 /// The view of one QP: keys of other PDs do not resolve, and type 2
 /// windows bound to other QPs grant nothing.
 pub(crate) struct PdMemory<'a> {
@@ -559,6 +688,8 @@ pub(crate) struct PdMemory<'a> {
     /// The run is a QP's work item holding one RCU read lock and nothing
     /// else that forbids sleeping.
     may_sleep: bool,
+    /// The QP's regions looked up last.
+    keys: &'a KeyCache,
 }
 
 /// Do `IB_ACCESS_*` flags grant `access`?
@@ -594,17 +725,42 @@ enum Target<'a> {
 
 impl PdMemory<'_> {
     /// The region with `key`'s index, if it belongs to this PD.
-    fn lookup(&self, key: u32) -> Result<Arc<Region>, MemError> {
+    fn lookup(&self, key: u32) -> Result<Held<'_>, MemError> {
         self.lookup_rights(key).map(|(r, _)| r)
     }
 
-    /// As [`Self::lookup`], with the access flags the region had then.
-    fn lookup_rights(&self, key: u32) -> Result<(Arc<Region>, u32), MemError> {
-        self.regions
-            .get(key, true)
-            .filter(|(_, rights)| rights.pd == self.pd)
-            .map(|(r, rights)| (r, rights.access))
-            .ok_or(MemError::BadKey)
+    /// As [`Self::lookup`], with the access flags the region had then:
+    /// from the QP's [`KeyCache`] while no region left the table or changed
+    /// its rights since the cache saw it, from the table otherwise.
+    fn lookup_rights(&self, key: u32) -> Result<(Held<'_>, u32), MemError> {
+        if let Some(e) = self.keys.find(key) {
+            if e.generation == self.regions.generation.load(Ordering::Relaxed) {
+                if e.rights.pd != self.pd {
+                    return Err(MemError::BadKey);
+                }
+                // SAFETY: The generation is the entry's, so the region is
+                // alive for this RCU read section (the invariant of
+                // `KeyCache`), in which `PdMemory` is used (see
+                // `Regions::for_qp`); the borrow ends with `self`'s.
+                let r = unsafe { e.region.0.as_ref() };
+                return Ok((Held::Cached(r), e.rights.access));
+            }
+        }
+        let (r, rights, generation) = self.regions.get(key, true).ok_or(MemError::BadKey)?;
+        if rights.pd != self.pd {
+            return Err(MemError::BadKey);
+        }
+        if !matches!(r.mem, Memory::Odp(_)) {
+            // INVARIANT: `get` marked the region and read `generation`
+            // under the table's lock, the region in the table.
+            self.keys.enter(KeyEntry {
+                key,
+                generation,
+                rights,
+                region: RegionPtr(NonNull::from(&*r)),
+            });
+        }
+        Ok((Held::Owned(r), rights.access))
     }
 
     /// Runs `f` on where `[va, va + len)` of the region named by `key`

@@ -12,6 +12,7 @@
 use crate::{
     cq::{complete_or_report, complete_or_report_received, Arrival},
     exec::{now_us, Live, Outcome, QpCore},
+    mem::KeyCache,
     params as p,
     proto::{
         opcode::mask, Access, AtomicResult, Buffers, CompletionSink, Counters, Env, MemoryAccess,
@@ -82,6 +83,8 @@ pub(crate) struct Conn {
     dest_qpn: u32,
     /// Inline data and long SGE lists of the requests in the engine.
     staging: Staging,
+    /// The regions the QP used last.
+    keys: KeyCache,
     /// The engine's counters as last added to the device's.
     counted: Counters,
     /// Pauses for a full transmit queue.
@@ -123,6 +126,7 @@ impl Conn {
             path,
             dest_qpn,
             staging,
+            keys: KeyCache::new(),
             counted: Counters::default(),
             stall: Stall::default(),
         })
@@ -160,12 +164,13 @@ impl Conn {
             path,
             dest_qpn,
             staging,
+            keys,
             ..
         } = self;
         let overflow = Cell::new(false);
         let mut comps = Completions::new(core, send_cq, recv_cq, *dest_qpn, path, &overflow);
-        let mut tx = Tx::new(core, path, *dest_qpn, 0, false);
-        let mut mem = staging.memory(core.memory());
+        let mut tx = Tx::new(core, path, keys, *dest_qpn, 0, false);
+        let mut mem = staging.memory(core.memory(keys));
         let mut env = Env {
             now_us: now_us(),
             mem: &mut mem,
@@ -246,6 +251,9 @@ impl CompletionSink for Completions<'_> {
 struct Tx<'a> {
     core: &'a QpCore,
     path: &'a Path,
+    /// The QP's regions used last (a READ response sent by reference
+    /// looks its key up).
+    keys: &'a KeyCache,
     dest_qpn: u32,
     depth: u8,
     cur: Option<Packet>,
@@ -259,10 +267,18 @@ struct Tx<'a> {
 }
 
 impl<'a> Tx<'a> {
-    fn new(core: &'a QpCore, path: &'a Path, dest_qpn: u32, depth: u8, may_refuse: bool) -> Self {
+    fn new(
+        core: &'a QpCore,
+        path: &'a Path,
+        keys: &'a KeyCache,
+        dest_qpn: u32,
+        depth: u8,
+        may_refuse: bool,
+    ) -> Self {
         Self {
             core,
             path,
+            keys,
             dest_qpn,
             depth,
             cur: None,
@@ -289,7 +305,7 @@ impl TxSink for Tx<'_> {
         if self.refused {
             return None;
         }
-        let mem = self.core.memory();
+        let mem = self.core.memory(self.keys);
         self.cur = self.path.packet_by_ref(&mem, len, head, payload);
         self.cur.as_mut().map(Packet::bytes)
     }
@@ -387,6 +403,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         path,
         dest_qpn,
         staging,
+        keys,
         counted,
         stall,
     }) = conn.as_mut()
@@ -401,7 +418,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
     let now = now_us();
     let overflow = Cell::new(false);
     let may_refuse = stall.may_pause(|| now);
-    let mut tx = Tx::new(core, path, *dest_qpn, depth, may_refuse);
+    let mut tx = Tx::new(core, path, keys, *dest_qpn, depth, may_refuse);
     let mut comps = Completions::new(core, send_cq, recv_cq, *dest_qpn, path, &overflow);
     // The engine's environment, lent anew after each change to `staging`.
     macro_rules! env {
@@ -441,7 +458,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
                         },
                         Err(wr_id) => Err(wr_id),
                     };
-                    let mut mem = staging.memory(core.memory());
+                    let mut mem = staging.memory(core.memory(keys));
                     let mut env = env!(mem);
                     match wr {
                         Ok(wr) => {
@@ -454,7 +471,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
                     }
                 }
             }
-            let mut mem = staging.memory(core.memory()).for_packet(&skb);
+            let mut mem = staging.memory(core.memory(keys)).for_packet(&skb);
             let mut env = env!(mem);
             rc.on_packet(&mut env, pkt);
             if overflow.get() {
@@ -488,7 +505,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
                         if wr.op.is_atomic() && wr.sge.length > 8 {
                             wr.sge.length = 8;
                         }
-                        let mut mem = staging.memory(core.memory());
+                        let mut mem = staging.memory(core.memory(keys));
                         validate_send(&mut mem, &wr, rc.config().transport)
                             .map(|()| wr)
                             .map_err(|st| (wr, st))
@@ -497,7 +514,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
                 },
                 Err(bad) => Err((bad.placeholder(), WcStatus::LocQpOpErr)),
             };
-            let mut mem = staging.memory(core.memory());
+            let mut mem = staging.memory(core.memory(keys));
             let mut env = env!(mem);
             let failed = match checked {
                 Ok(wr) => rc
@@ -512,7 +529,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
             }
         }
     }
-    let mut mem = staging.memory(core.memory());
+    let mut mem = staging.memory(core.memory(keys));
     let mut env = env!(mem);
     let timer = core.timer_fired();
     if timer || rc.next_deadline().is_some_and(|d| d <= now) {

@@ -11,6 +11,7 @@ use crate::{
     datapath::Datapath,
     device::RrxeDev,
     exec::{now_us, Live, Outcome, QpCore, QpInfo},
+    mem::KeyCache,
     net::skb::SkBuff,
     proto::{
         headers::{BthRepr, DethRepr},
@@ -87,7 +88,9 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         recv_cq,
     };
     let dp = &core.dp;
-    let mut mem = core.memory();
+    // (Looked up anew in each run: a UD QP's keys vary with its peers.)
+    let keys = KeyCache::new();
+    let mut mem = core.memory(&keys);
     let mut received = 0usize;
     while received < RX_BUDGET {
         let Some(skb) = core.next_packet() else { break };

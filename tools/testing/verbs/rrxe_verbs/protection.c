@@ -3,7 +3,8 @@
  * rrxe_verbs: the "protection" cases: RDMA WRITE, READ and atomics from QP A
  * to QP B (RC, on a fresh pair each) that B must refuse: a wrong rkey, an
  * rkey of another PD, a range past the MR's end, an MR without the access
- * right, a responder QP without it, a deregistered MR's rkey.
+ * right, a responder QP without it, a deregistered MR's rkey
+ * (after B used it).
  *
  * Each case checks A's completion status, that B's memory is unchanged (and
  * A's target, for READ and atomics, untouched), and the QP states: A in ERR,
@@ -103,8 +104,23 @@ static int run_denied(struct env *e, const struct denied *d)
 		if (d->op != IBV_WR_RDMA_WRITE)
 			memset(p.buf_a, ROOM, DP_BUF);
 	}
-	if (d->dereg)
+	if (d->dereg) {
+		/*
+		 * B's QP uses the region first (a driver may remember the keys a
+		 * QP used last): the deregistration must reach it all the same.
+		 */
+		denied_wr(d, &p, &wr, &s, 959, addr, rkey);
+		if (post_a(&p, &wr) ||
+		    expect_wc(p.cq_a, "the region before its deregistration", p.a, 959,
+			      IBV_WC_SUCCESS,
+			      d->op == IBV_WR_RDMA_WRITE ? IBV_WC_RDMA_WRITE : IBV_WC_RDMA_READ,
+			      -1, NULL))
+			return -1;
+		memcpy(saved, t.buf, PG);
+		if (d->op != IBV_WR_RDMA_WRITE)
+			memset(p.buf_a, ROOM, DP_BUF);
 		OK(release(t.mr));
+	}
 
 	denied_wr(d, &p, &wr, &s, 961, addr, rkey);
 	if (post_a(&p, &wr) ||
