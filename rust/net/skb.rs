@@ -73,6 +73,32 @@ impl SkBuff {
         Self { raw }
     }
 
+    /// Whether the packet, once its owner is done with it, can become an
+    /// empty one again ([`SkBuff::reuse`]): one that [`SkBuff::alloc`] made,
+    /// linear, never cloned, holding no route, socket or other reference. A
+    /// packet that is may be kept for that without pinning anything.
+    pub fn is_reusable(&self) -> bool {
+        // SAFETY: By the invariant the skb is valid.
+        unsafe { b::rrxe_skb_reusable(self.raw.as_ptr()) }
+    }
+
+    /// This packet, emptied as [`SkBuff::alloc`] leaves a new one with
+    /// `headroom` bytes reserved and room for `len` more, if it is reusable
+    /// ([`SkBuff::is_reusable`]) and large enough; `None` (the packet
+    /// freed) otherwise. It saves the allocation and the free.
+    pub fn reuse(self, headroom: usize, len: usize) -> Option<Self> {
+        let total = u32::try_from(headroom.checked_add(len)?).ok()?;
+        let headroom = u32::try_from(headroom).ok()?;
+        // SAFETY: By the invariant the skb is valid and ours alone (`self`
+        // is consumed, so nothing borrows its data); the shim changes it
+        // only if it has a single owner and no shared or held state.
+        if unsafe { b::rrxe_skb_reuse(self.raw.as_ptr(), headroom, total) } {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
     /// A second packet sharing this one's data (read-only for both), for
     /// delivery to several receivers. Allocates atomically.
     pub fn try_clone(&self) -> Option<Self> {

@@ -13,6 +13,7 @@ use crate::{
     cq::{complete_or_report, complete_or_report_received, Arrival},
     exec::{now_us, Live, Outcome, QpCore},
     mem::KeyCache,
+    net::skb::SkBuff,
     params as p,
     proto::{
         opcode::mask, Access, AtomicResult, Buffers, CompletionSink, Counters, Env, MemoryAccess,
@@ -85,6 +86,9 @@ pub(crate) struct Conn {
     staging: Staging,
     /// The regions the QP used last.
     keys: KeyCache,
+    /// A packet received and handled, kept to carry the next one sent
+    /// (see [`Packet::reusing`]).
+    spare: Option<SkBuff>,
     /// The engine's counters as last added to the device's.
     counted: Counters,
     /// Pauses for a full transmit queue.
@@ -127,6 +131,7 @@ impl Conn {
             dest_qpn,
             staging,
             keys: KeyCache::new(),
+            spare: None,
             counted: Counters::default(),
             stall: Stall::default(),
         })
@@ -165,11 +170,13 @@ impl Conn {
             dest_qpn,
             staging,
             keys,
+            spare,
             ..
         } = self;
         let overflow = Cell::new(false);
         let mut comps = Completions::new(core, send_cq, recv_cq, *dest_qpn, path, &overflow);
-        let mut tx = Tx::new(core, path, keys, *dest_qpn, 0, false);
+        let spare = Cell::from_mut(spare);
+        let mut tx = Tx::new(core, path, keys, spare, *dest_qpn, 0, false);
         let mut mem = staging.memory(core.memory(keys));
         let mut env = Env {
             now_us: now_us(),
@@ -254,6 +261,8 @@ struct Tx<'a> {
     /// The QP's regions used last (a READ response sent by reference
     /// looks its key up).
     keys: &'a KeyCache,
+    /// A packet to build the next one in.
+    spare: &'a Cell<Option<SkBuff>>,
     dest_qpn: u32,
     depth: u8,
     cur: Option<Packet>,
@@ -271,6 +280,7 @@ impl<'a> Tx<'a> {
         core: &'a QpCore,
         path: &'a Path,
         keys: &'a KeyCache,
+        spare: &'a Cell<Option<SkBuff>>,
         dest_qpn: u32,
         depth: u8,
         may_refuse: bool,
@@ -279,6 +289,7 @@ impl<'a> Tx<'a> {
             core,
             path,
             keys,
+            spare,
             dest_qpn,
             depth,
             cur: None,
@@ -294,7 +305,7 @@ impl TxSink for Tx<'_> {
         if self.refused {
             return None;
         }
-        self.cur = Packet::new(len);
+        self.cur = Packet::reusing(self.spare.take(), len);
         if self.cur.is_none() {
             self.refused = true;
         }
@@ -404,6 +415,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         dest_qpn,
         staging,
         keys,
+        spare,
         counted,
         stall,
     }) = conn.as_mut()
@@ -418,7 +430,8 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
     let now = now_us();
     let overflow = Cell::new(false);
     let may_refuse = stall.may_pause(|| now);
-    let mut tx = Tx::new(core, path, keys, *dest_qpn, depth, may_refuse);
+    let spare = Cell::from_mut(spare);
+    let mut tx = Tx::new(core, path, keys, spare, *dest_qpn, depth, may_refuse);
     let mut comps = Completions::new(core, send_cq, recv_cq, *dest_qpn, path, &overflow);
     // The engine's environment, lent anew after each change to `staging`.
     macro_rules! env {
@@ -482,6 +495,11 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         });
         if handled.is_none() {
             dp.drop_packet(Counter::RcvdHdrErr);
+        }
+        if skb.is_reusable() {
+            // The next packet this QP sends is built in it (the one kept
+            // before is freed).
+            drop(spare.replace(Some(skb)));
         }
     }
     // (The WQE buffer is only set up when a request waits.)

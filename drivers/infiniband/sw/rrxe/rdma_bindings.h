@@ -39,6 +39,8 @@ bool rrxe_netdev_is_vlan(const struct net_device *ndev);
 int rrxe_gid_attr_ifindex(const struct ib_gid_attr *attr);
 int rrxe_skb_vlan_id(const struct sk_buff *skb);
 struct sk_buff *rrxe_skb_clone(struct sk_buff *skb);
+bool rrxe_skb_reusable(struct sk_buff *skb);
+bool rrxe_skb_reuse(struct sk_buff *skb, unsigned int headroom, unsigned int size);
 unsigned int rrxe_netdev_mtu(const struct net_device *ndev);
 const unsigned char *rrxe_netdev_addr(const struct net_device *ndev);
 void rrxe_dev_hold(struct net_device *ndev);

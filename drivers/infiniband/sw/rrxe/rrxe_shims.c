@@ -233,6 +233,46 @@ struct sk_buff *rrxe_skb_clone(struct sk_buff *skb)
 	return skb_clone(skb, GFP_ATOMIC);
 }
 
+/* Whether @skb, which its owner no longer needs, can be made an empty packet
+ * again by rrxe_skb_reuse: a packet as alloc_skb() makes them (one owner, never
+ * cloned, a kmalloc'ed head: no page fragment, page pool or emergency memory,
+ * which the flags rrxe_skb_reuse clears tell skb_free_head about), linear, and
+ * holding nothing that would need releasing (route, socket, destructor,
+ * conntrack, extensions, zero-copy state). */
+bool rrxe_skb_reusable(struct sk_buff *skb)
+{
+	const struct skb_shared_info *shinfo = skb_shinfo(skb);
+
+	return !skb_shared(skb) && !skb->cloned && atomic_read(&shinfo->dataref) == 1 &&
+	       skb->fclone == SKB_FCLONE_UNAVAILABLE && !skb->head_frag &&
+	       !skb->pp_recycle && !skb->pfmemalloc && !skb_is_nonlinear(skb) &&
+	       !shinfo->nr_frags && !shinfo->frag_list && !shinfo->tx_flags &&
+	       !skb_zcopy(skb) && !skb->destructor && !skb->sk && !skb_dst(skb) &&
+	       !skb_nfct(skb) && !skb_has_extensions(skb);
+}
+
+/* Makes a reusable @skb (see rrxe_skb_reusable) as alloc_skb() leaves a new
+ * one, with @headroom bytes reserved, if its head holds @size bytes; false
+ * (the skb unchanged) otherwise. */
+bool rrxe_skb_reuse(struct sk_buff *skb, unsigned int headroom, unsigned int size)
+{
+	struct skb_shared_info *shinfo = skb_shinfo(skb);
+
+	if (!rrxe_skb_reusable(skb) || skb_end_offset(skb) < size || headroom > size)
+		return false;
+	/* What __alloc_skb clears and sets; head, end, truesize and users (1)
+	 * stay as they are. */
+	memset(skb, 0, offsetof(struct sk_buff, tail));
+	skb->data = skb->head;
+	skb_reset_tail_pointer(skb);
+	skb->mac_header = (typeof(skb->mac_header))~0U;
+	skb->transport_header = (typeof(skb->transport_header))~0U;
+	skb->alloc_cpu = raw_smp_processor_id();
+	memset(shinfo, 0, offsetof(struct skb_shared_info, dataref));
+	skb_reserve(skb, headroom);
+	return true;
+}
+
 /* rust/sync */
 
 void rrxe_cond_resched(void)

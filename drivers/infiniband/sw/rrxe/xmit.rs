@@ -80,7 +80,16 @@ impl Packet {
     /// A packet of `len` bytes from the BTH to the ICRC; `None` without
     /// memory (the protocol then behaves as if it were lost).
     pub(crate) fn new(len: usize) -> Option<Self> {
-        let mut skb = SkBuff::alloc(HEADROOM, len)?;
+        Self::reusing(None, len)
+    }
+
+    /// As [`Packet::new`], in `spare` (a packet received and handled) if it
+    /// can be reused ([`SkBuff::reuse`]).
+    pub(crate) fn reusing(spare: Option<SkBuff>, len: usize) -> Option<Self> {
+        let mut skb = match spare.and_then(|s| s.reuse(HEADROOM, len)) {
+            Some(skb) => skb,
+            None => SkBuff::alloc(HEADROOM, len)?,
+        };
         skb.put(len)?;
         Some(Self { skb, by_ref: false })
     }
