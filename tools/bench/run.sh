@@ -77,17 +77,11 @@ append="tsc=reliable rrxe.bench.rounds=$rounds rrxe.bench.warmup=$warmup"
 [ -n "$lat_iters" ] && append+=" rrxe.bench.lat_iters=$lat_iters"
 [ -n "$bw_iters" ] && append+=" rrxe.bench.bw_iters=$bw_iters"
 
-# perf and its libraries for the guest (--profile): from the host's linux-perf,
-# whose glibc is the guest's too (the initramfs copies the host's).
+# perf and its libraries for the guest (--profile).
 perf_add=()
 if [ $profile = 1 ]; then
-    perf=$(command -v perf) || die "--profile needs perf on the host (apt-get install linux-perf)"
+    . "$here/perf_guest.sh"
     append+=" rrxe.bench.profile=1"
-    perf_add+=(--add "$perf=/rrxe/perf/perf")
-    while read -r lib; do
-        case "$(basename "$lib")" in ld-linux*|libc.so*|libm.so*|libgcc_s*) continue ;; esac
-        perf_add+=(--add "$(readlink -f "$lib")=/rrxe/perf/lib/$(basename "$lib")")
-    done < <(ldd "$perf" | awk '$3 ~ /^\// {print $3}')
 fi
 
 start=$(date +%s)
