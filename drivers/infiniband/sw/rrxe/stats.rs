@@ -139,7 +139,11 @@ impl Stats {
     /// (those of the fields the device counts; `last` is only for this).
     ///
     /// It runs after every run of a QP, so it touches only the counters
-    /// that moved: no copy of the whole set, no table built per call.
+    /// that moved: no copy of the whole set, no table built per call. The
+    /// count of responses moves with every response; the others (errors,
+    /// retries, SENDs) are looked at only when the engine's
+    /// [`Counters::changes`] says one of them moved, which a doorbell, a
+    /// READ or a WRITE served leaves alone.
     pub(crate) fn absorb(&self, now: &Counters, last: &mut Counters) {
         macro_rules! fold {
             ($($c:ident: $f:ident),* $(,)?) => {$(
@@ -150,13 +154,17 @@ impl Stats {
                 }
             )*};
         }
+        fold!(AckDeferred: responses_received);
+        if now.changes == last.changes {
+            return;
+        }
+        last.changes = now.changes;
         fold!(
             DupReq: duplicates,
             OutOfSeqReq: seq_errors,
             RcvdRnrErr: rnr_naks_received,
             SendRnrErr: rnr_naks_sent,
             RcvdSeqErr: seq_naks_received,
-            AckDeferred: responses_received,
             RetryExceeded: retry_exceeded,
             RnrRetryExceeded: rnr_retry_exceeded,
             CompleterRetry: retries,

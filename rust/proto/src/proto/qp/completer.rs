@@ -58,7 +58,7 @@ impl<S: Storage> Requester<S> {
     ) -> bool {
         let psn = pkt.hdr.bth.psn;
         let stale = |ctr: &mut Counters| {
-            ctr.stale_responses = ctr.stale_responses.wrapping_add(1);
+            ctr.count(|c| &mut c.stale_responses);
             false
         };
         let Some(kind) = kind(pkt) else {
@@ -115,7 +115,7 @@ impl<S: Storage> Requester<S> {
             }
             Kind::Rnr(t) if !missing_rd || w.first_psn == psn => self.rnr(env, cfg, ctr, psn, t),
             Kind::Nak(NakCode::PsnSeqError) if !missing_rd || w.first_psn == psn => {
-                ctr.seq_naks_received = ctr.seq_naks_received.wrapping_add(1);
+                ctr.count(|c| &mut c.seq_naks_received);
                 self.retry_from(cfg, ctr, psn)
             }
             _ if missing_rd => {
@@ -135,12 +135,12 @@ impl<S: Storage> Requester<S> {
         psn: Psn,
         timer: u8,
     ) -> bool {
-        ctr.rnr_naks_received = ctr.rnr_naks_received.wrapping_add(1);
+        ctr.count(|c| &mut c.rnr_naks_received);
         if self.rnr_deadline.is_some() {
             return false;
         }
         if self.rnr_left == 0 {
-            ctr.rnr_retry_exceeded = ctr.rnr_retry_exceeded.wrapping_add(1);
+            ctr.count(|c| &mut c.rnr_retry_exceeded);
             self.error = Some((0, WcStatus::RnrRetryExcErr));
             return true;
         }
@@ -171,7 +171,7 @@ impl<S: Storage> Requester<S> {
                 let from = self.comp_psn;
                 return self.retry_from(cfg, ctr, from);
             }
-            ctr.stale_responses = ctr.stale_responses.wrapping_add(1);
+            ctr.count(|c| &mut c.stale_responses);
             return false;
         }
         let off = psn.since(w.first_psn).saturating_mul(cfg.mtu);

@@ -213,6 +213,22 @@ pub struct Counters {
     /// answers such a request with an RNR NAK instead
     /// ([`Counters::rnr_naks_sent`]).
     pub out_of_buffer: u64,
+    /// Moves whenever any counter but the packet counts
+    /// ([`Counters::tx_packets`], [`Counters::rx_packets`],
+    /// [`Counters::responses_received`]) does: a reader that kept its last
+    /// value knows, while it has not moved, that none of those did either,
+    /// and need not look at them one by one.
+    pub changes: u64,
+}
+
+impl Counters {
+    /// Adds one to the counter `field` picks (and to
+    /// [`Counters::changes`]).
+    pub(crate) fn count(&mut self, field: fn(&mut Self) -> &mut u64) {
+        let f = field(self);
+        *f = f.wrapping_add(1);
+        self.changes = self.changes.wrapping_add(1);
+    }
 }
 
 /// Where a QP's queues live: the storage types of its four queues.
@@ -429,7 +445,7 @@ impl<S: Storage> Qp<S> {
     /// been verified.
     pub fn on_packet(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
         if pkt.hdr.bth.dest_qpn != self.cfg.qpn || pkt.info.transport() != self.cfg.transport {
-            self.counters.rx_dropped = self.counters.rx_dropped.wrapping_add(1);
+            self.counters.count(|c| &mut c.rx_dropped);
             return;
         }
         self.counters.rx_packets = self.counters.rx_packets.wrapping_add(1);

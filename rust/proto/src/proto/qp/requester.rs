@@ -278,16 +278,16 @@ impl<S: Storage> Requester<S> {
             return false;
         }
         if self.retry_left == 0 {
-            ctr.retry_exceeded = ctr.retry_exceeded.wrapping_add(1);
+            ctr.count(|c| &mut c.retry_exceeded);
             self.error = Some((0, WcStatus::RetryExcErr));
             return true;
         }
         self.retry_left = self.retry_left.saturating_sub(1);
-        ctr.retries = ctr.retries.wrapping_add(1);
+        ctr.count(|c| &mut c.retries);
         // A timeout's drop to the floor (`on_timer`) follows this cut: one
         // loss, one count.
         if self.cwnd.lost() {
-            ctr.window_cuts = ctr.window_cuts.wrapping_add(1);
+            ctr.count(|c| &mut c.window_cuts);
         }
         self.rewind(cfg, psn);
         self.last_rewind = Some(psn);
@@ -323,7 +323,7 @@ impl<S: Storage> Requester<S> {
                     self.last_rewind = Some(psn);
                     return false;
                 }
-                ctr.timeouts = ctr.timeouts.wrapping_add(1);
+                ctr.count(|c| &mut c.timeouts);
                 // A timeout always retransmits, even if a rewind to the
                 // same PSN happened before.
                 self.last_rewind = None;
@@ -394,7 +394,7 @@ impl<S: Storage> Requester<S> {
                 WrOp::Send | WrOp::SendWithImm(_) | WrOp::SendWithInv(_)
             )
         {
-            ctr.sends_sent = ctr.sends_sent.wrapping_add(1);
+            ctr.count(|c| &mut c.sends_sent);
         }
         self.send_rel = self.send_rel.saturating_sub(1);
         self.error = self.error.and_then(|(i, s)| Some((i.checked_sub(1)?, s)));

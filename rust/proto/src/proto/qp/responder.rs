@@ -199,7 +199,7 @@ impl<S: Storage> Responder<S> {
     }
 
     fn fatal(&mut self, ctr: &mut Counters, psn: Psn, code: NakCode) -> bool {
-        ctr.naks_sent = ctr.naks_sent.wrapping_add(1);
+        ctr.count(|c| &mut c.naks_sent);
         self.queue_ack(psn, Syndrome::Nak(code));
         self.failed = Some(code);
         true
@@ -218,7 +218,7 @@ impl<S: Storage> Responder<S> {
     /// UC: drop this packet and the rest of its message. A receive WQE the
     /// message had started to fill stays for the next one.
     fn drop_message(&mut self, ctr: &mut Counters) {
-        ctr.uc_dropped = ctr.uc_dropped.wrapping_add(1);
+        ctr.count(|c| &mut c.uc_dropped);
         self.dropping = true;
         self.cur = InMsg::None;
     }
@@ -256,7 +256,7 @@ impl<S: Storage> Responder<S> {
         pkt: &Packet<'_>,
     ) -> bool {
         if state == QpState::Error {
-            ctr.rx_dropped = ctr.rx_dropped.wrapping_add(1);
+            ctr.count(|c| &mut c.rx_dropped);
             return false;
         }
         let psn = pkt.hdr.bth.psn;
@@ -265,7 +265,7 @@ impl<S: Storage> Responder<S> {
         }
         let d = psn.diff(self.epsn);
         if d > 0 {
-            ctr.seq_errors = ctr.seq_errors.wrapping_add(1);
+            ctr.count(|c| &mut c.seq_errors);
             if !self.nak_sent {
                 self.nak_sent = true;
                 self.queue_ack(self.epsn, Syndrome::Nak(NakCode::PsnSeqError));
@@ -273,7 +273,7 @@ impl<S: Storage> Responder<S> {
             return false;
         }
         if d < 0 {
-            ctr.duplicates = ctr.duplicates.wrapping_add(1);
+            ctr.count(|c| &mut c.duplicates);
             self.duplicate(env, cfg, pkt);
             return false;
         }
@@ -300,7 +300,7 @@ impl<S: Storage> Responder<S> {
             return self.fatal(ctr, psn, NakCode::InvalidRequest);
         }
         if info.has(mask::RWR) && self.rq.is_empty() {
-            ctr.rnr_naks_sent = ctr.rnr_naks_sent.wrapping_add(1);
+            ctr.count(|c| &mut c.rnr_naks_sent);
             self.nak_sent = false;
             self.queue_ack(psn, Syndrome::RnrNak(cfg.min_rnr_timer));
             return false;
@@ -311,7 +311,7 @@ impl<S: Storage> Responder<S> {
             || info.has(mask::FLUSH))
             && no_room(&self.resp_q)
         {
-            ctr.resp_queue_full = ctr.resp_queue_full.wrapping_add(1);
+            ctr.count(|c| &mut c.resp_queue_full);
             return false;
         }
         self.nak_sent = false;
@@ -368,7 +368,7 @@ impl<S: Storage> Responder<S> {
             !continues || !len_ok || (info.has(mask::WRITE) && !cfg.remote.write) || no_wqe;
         if refused {
             if no_wqe {
-                ctr.out_of_buffer = ctr.out_of_buffer.wrapping_add(1);
+                ctr.count(|c| &mut c.out_of_buffer);
             }
             self.drop_message(ctr);
             false
@@ -459,7 +459,7 @@ impl<S: Storage> Responder<S> {
             wc.invalidated_rkey = pkt.hdr.ieth;
             let _ = self.rq.pop();
             env.cq.recv_completion(&wc);
-            ctr.sends_received = ctr.sends_received.wrapping_add(1);
+            ctr.count(|c| &mut c.sends_received);
             self.msn = self.msn.next();
             self.cur = InMsg::None;
         } else {
@@ -514,7 +514,7 @@ impl<S: Storage> Responder<S> {
                 wc.byte_len = len;
                 wc.imm = Some(imm);
                 env.cq.recv_completion(&wc);
-                ctr.sends_received = ctr.sends_received.wrapping_add(1);
+                ctr.count(|c| &mut c.sends_received);
             }
             self.msn = self.msn.next();
             self.cur = InMsg::None;
