@@ -11,6 +11,7 @@
 # usage: tools/bench/ab.sh BASE.ko [--rounds R] [--iters N] [--profile N] [--log-dir DIR]
 #   BASE.ko     the build to compare with, e.g. one of an earlier commit:
 #               git stash; tools/module.sh normal; cp out/module/normal/drivers/infiniband/sw/rrxe/rrxe.ko /tmp/base.ko; git stash pop
+#               (not the rrxe.ko a CLIPPY=1 build leaves: that is other code)
 #   --rounds R  rounds, each running both builds in turn (default 3)
 #   --iters N   iterations per run (default 5000)
 #   --profile N then run each mode of the tree's build N times as long under perf

@@ -16,9 +16,10 @@ use crate::{
     net::skb::SkBuff,
     params as p,
     proto::{
-        opcode::mask, Access, AtomicResult, Buffers, CompletionSink, Counters, Env, MemoryAccess,
-        NakCode, PayloadRef, QpConfig, QpState, RecvWr, RemoteAccess, Response, SendWqe, SendWr,
-        Slots, Stall, Storage, Transport, TxSink, WcOpcode, WcStatus, WorkCompletion,
+        opcode::mask, Access, AtomicResult, Buffers, Clock, CompletionSink, Counters, Env,
+        MemoryAccess, NakCode, PayloadRef, QpConfig, QpState, RecvWr, RemoteAccess, Response,
+        SendWqe, SendWr, Slots, Stall, Storage, Transport, TxSink, WcOpcode, WcStatus,
+        WorkCompletion,
     },
     rdma::{bindings as b, driver::CqRef},
     recv::with_packet,
@@ -179,7 +180,7 @@ impl Conn {
         let mut tx = Tx::new(core, path, keys, spare, *dest_qpn, 0, false);
         let mut mem = staging.memory(core.memory(keys));
         let mut env = Env {
-            now_us: now_us(),
+            clock: &Clock::new(now_us),
             mem: &mut mem,
             tx: &mut tx,
             cq: &mut comps,
@@ -427,9 +428,11 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
         return Outcome::IDLE;
     };
     let dp = &core.dp;
-    let now = now_us();
+    // Read only if the run sets or checks a deadline.
+    let clock = Clock::new(now_us);
+    let now = || clock.now_us();
     let overflow = Cell::new(false);
-    let may_refuse = stall.may_pause(|| now);
+    let may_refuse = stall.may_pause(now);
     let spare = Cell::from_mut(spare);
     let mut tx = Tx::new(core, path, keys, spare, *dest_qpn, depth, may_refuse);
     let mut comps = Completions::new(core, send_cq, recv_cq, *dest_qpn, path, &overflow);
@@ -437,7 +440,7 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
     macro_rules! env {
         ($mem:ident) => {
             Env {
-                now_us: now,
+                clock: &clock,
                 mem: &mut $mem,
                 tx: &mut tx,
                 cq: &mut comps,
@@ -550,14 +553,14 @@ pub(crate) fn serve(core: &Arc<QpCore>, live: &mut Live, depth: u8) -> Outcome {
     let mut mem = staging.memory(core.memory(keys));
     let mut env = env!(mem);
     let timer = core.timer_fired();
-    if timer || rc.next_deadline().is_some_and(|d| d <= now) {
+    if timer || rc.next_deadline().is_some_and(|d| d <= now()) {
         rc.on_timer(&mut env);
     }
     let sent = rc.poll_tx(&mut env, TX_BUDGET);
     dp.stats.absorb(rc.counters(), counted);
     // A refused packet waits for the next run, which the timer brings
     // after a pause that grows while nothing at all gets through.
-    let retry_at = stall.end_try(|| now, tx.sent_any, tx.refused);
+    let retry_at = stall.end_try(now, tx.sent_any, tx.refused);
     if rc.state() == QpState::Error {
         // The engine failed (retries exhausted, a fatal NAK, a lost
         // completion): the QP moves to the error state and what is left in

@@ -83,7 +83,7 @@ fuzz_target!(|data: &[u8]| {
         rest = tail;
         now += u64::from(ctl);
         let mut env = Env {
-            now_us: now,
+            clock: &Clock::at(now),
             mem: &mut mem,
             tx: &mut tx,
             cq: &mut cq,

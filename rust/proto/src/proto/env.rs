@@ -4,6 +4,7 @@
 
 use crate::proto::payload::{Chunk, Payload, SharedRange};
 use crate::proto::verbs::{LocalOp, WorkCompletion};
+use core::cell::Cell;
 
 /// Kind of access requested for a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -232,10 +233,53 @@ pub trait CompletionSink {
     fn recv_completion(&mut self, wc: &WorkCompletion);
 }
 
+/// The time in microseconds (monotonic), read once at most, and only when
+/// asked: most calls into a QP (a request served, a response that completes
+/// its request) set no deadline and need no time.
+pub struct Clock {
+    /// Reads the time.
+    read: fn() -> u64,
+    /// The time read, once it is.
+    at: Cell<Option<u64>>,
+}
+
+impl Clock {
+    /// A clock that calls `read` when first asked for the time.
+    pub const fn new(read: fn() -> u64) -> Self {
+        Self {
+            read,
+            at: Cell::new(None),
+        }
+    }
+
+    /// A clock that says `now_us` (a simulation's, a fuzzer's).
+    pub const fn at(now_us: u64) -> Self {
+        Self {
+            read: never_read,
+            at: Cell::new(Some(now_us)),
+        }
+    }
+
+    /// The time, the same for every call on this clock.
+    pub fn now_us(&self) -> u64 {
+        if let Some(t) = self.at.get() {
+            return t;
+        }
+        let t = (self.read)();
+        self.at.set(Some(t));
+        t
+    }
+}
+
+/// The reader of a clock that was set when made.
+fn never_read() -> u64 {
+    0
+}
+
 /// Everything one call into a QP may use.
 pub struct Env<'a> {
-    /// Current time in microseconds (monotonic).
-    pub now_us: u64,
+    /// The current time.
+    pub clock: &'a Clock,
     /// Memory regions.
     pub mem: &'a mut dyn MemoryAccess,
     /// Packet output.
@@ -246,7 +290,7 @@ pub struct Env<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::AtomicOp;
+    use super::{AtomicOp, Clock};
 
     #[test]
     fn atomic_apply() {
@@ -257,5 +301,23 @@ mod tests {
         assert_eq!(cs.apply(5), 9);
         assert_eq!(cs.apply(6), 6);
         assert_eq!(AtomicOp::FetchAdd { add: 3 }.apply(u64::MAX), 2);
+    }
+
+    static READS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+    fn counted_read() -> u64 {
+        READS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        42
+    }
+
+    #[test]
+    fn a_clock_reads_the_time_once_and_only_when_asked() {
+        use core::sync::atomic::Ordering::Relaxed;
+        let clock = Clock::new(counted_read);
+        assert_eq!(READS.load(Relaxed), 0);
+        assert_eq!(clock.now_us(), 42);
+        assert_eq!(clock.now_us(), 42);
+        assert_eq!(READS.load(Relaxed), 1);
+        assert_eq!(Clock::at(7).now_us(), 7);
     }
 }

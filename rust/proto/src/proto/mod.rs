@@ -44,7 +44,8 @@ pub mod verbs;
 
 pub use cwnd::Cwnd;
 pub use env::{
-    Access, AtomicOp, CompletionSink, Env, MemError, MemoryAccess, PayloadRef, Placement, TxSink,
+    Access, AtomicOp, Clock, CompletionSink, Env, MemError, MemoryAccess, PayloadRef, Placement,
+    TxSink,
 };
 pub use headers::{
     AethRepr, AtomicEthRepr, BthRepr, DethRepr, FethRepr, IethRepr, ImmDtRepr, RethRepr,

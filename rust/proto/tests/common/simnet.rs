@@ -322,7 +322,7 @@ impl Node {
             qp, mem, tx, cq, ..
         } = self;
         let mut env = Env {
-            now_us: now,
+            clock: &Clock::at(now),
             mem,
             tx,
             cq,

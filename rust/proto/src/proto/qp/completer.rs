@@ -153,7 +153,11 @@ impl<S: Storage> Requester<S> {
         self.rewind(cfg, psn);
         self.last_rewind = Some(psn);
         self.retry_deadline = None;
-        self.rnr_deadline = Some(env.now_us.saturating_add(u64::from(rnr_timer_us(timer))));
+        self.rnr_deadline = Some(
+            env.clock
+                .now_us()
+                .saturating_add(u64::from(rnr_timer_us(timer))),
+        );
         false
     }
 

@@ -301,7 +301,7 @@ impl<S: Storage> Requester<S> {
         cfg: &QpConfig,
         ctr: &mut Counters,
     ) -> bool {
-        let now = env.now_us;
+        let now = env.clock.now_us();
         if self.rnr_deadline.is_some_and(|d| now >= d) {
             self.rnr_deadline = None;
         }
@@ -349,7 +349,7 @@ impl<S: Storage> Requester<S> {
         self.rnr_left = cfg.rnr_retry;
         self.last_rewind = None;
         self.retry_deadline = if self.outstanding() {
-            Some(env.now_us.saturating_add(cfg.timeout_us))
+            Some(env.clock.now_us().saturating_add(cfg.timeout_us))
         } else {
             None
         };
@@ -559,7 +559,7 @@ impl<S: Storage> Requester<S> {
                 self.complete_front(env, cfg, ctr, WcStatus::Success);
             }
         } else if self.retry_deadline.is_none() {
-            self.retry_deadline = Some(env.now_us.saturating_add(cfg.timeout_us));
+            self.retry_deadline = Some(env.clock.now_us().saturating_add(cfg.timeout_us));
         }
         Tx::Sent
     }
