@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A/B of two builds of rrxe in instruction time: what a doorbell and a local READ
+# A/B of two builds of rrxe in instruction time: what a doorbell, a local READ and a local atomic
 # cost with the tree's rrxe.ko against BASE.ko, in one guest boot under
 # tools/qemu/run.sh --icount, where guest time counts instructions (1 us = 1,000).
 # rrxe_floor's iterations run on one vCPU alone (a local READ is served inside its
@@ -70,8 +70,8 @@ awk '
     }
     END {
         printf "%-10s %14s %14s %10s %8s\n", "mode", "base [insns]", "new [insns]", "new-base", "%"
-        split("uverbs doorbell read", order)
-        for (o = 1; o <= 3; o++) {
+        split("uverbs doorbell read atomic", order)
+        for (o = 1; o <= 4; o++) {
             m = order[o]
             if (!n[m, "base"] || !n[m, "new"]) continue
             b = median(m, "base"); w = median(m, "new")

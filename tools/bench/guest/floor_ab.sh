@@ -20,7 +20,7 @@
 ROUNDS=$(kernel_arg rrxe.ab.rounds 3)
 ITERS=$(kernel_arg rrxe.ab.iters 5000)
 PROFILE=$(kernel_arg rrxe.ab.profile 0)
-MODES="uverbs doorbell read"
+MODES="uverbs doorbell read atomic"
 PERF="env LD_LIBRARY_PATH=/rrxe/perf/lib /rrxe/perf/perf"
 
 # load NAME: load build NAME and make rrxe0; GID is its IPv4 GID index.

@@ -19,8 +19,9 @@
  *             cost of finding nothing to do.
  *   read      a signaled 2-byte RDMA READ to a QP of the same device, polled
  *             to its completion: ib_read_lat's iteration without perftest.
+ *   atomic    the same with an 8-byte FETCH_AND_ADD: ib_atomic_lat's.
  *
- * usage: rrxe_floor -d DEV [-g GID_INDEX] [-n ITERS] [-m uverbs|doorbell|read]
+ * usage: rrxe_floor -d DEV [-g GID_INDEX] [-n ITERS] [-m uverbs|doorbell|read|atomic]
  * Prints one line per mode: "MODE t_typical_us=X t_min_us=Y iters=N"; exits 1
  * (with the reason) if a verb fails or the kernel answers otherwise than
  * described.
@@ -120,17 +121,29 @@ static int doorbells(struct ibv_context *ctx, uint32_t handle, struct ibv_cq *cq
 	return 0;
 }
 
-/* n signaled 2-byte READs from B's buffer into A's, each polled to completion. */
-static int reads(struct rc_pair *p, double *t, int n)
+/*
+ * n signaled requests from A for B's buffer (`atomic`: 8-byte FETCH_AND_ADDs
+ * of 1; else 2-byte READs into A's buffer), each polled to completion.
+ */
+static int one_sided(struct rc_pair *p, int atomic, double *t, int n)
 {
+	const char *mode = atomic ? "atomic" : "read";
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sge;
 	struct ibv_wc wc;
+	uint64_t first = *(volatile uint64_t *)p->buf_b;
 	double us;
 
-	send_wr(&wr, &sge, IBV_WR_RDMA_READ, 1, p->buf_a, 2, p->mr_a->lkey);
-	wr.wr.rdma.remote_addr = (uintptr_t)p->buf_b;
-	wr.wr.rdma.rkey = p->mr_b->rkey;
+	if (atomic) {
+		send_wr(&wr, &sge, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, p->buf_a, 8, p->mr_a->lkey);
+		wr.wr.atomic.remote_addr = (uintptr_t)p->buf_b;
+		wr.wr.atomic.rkey = p->mr_b->rkey;
+		wr.wr.atomic.compare_add = 1;
+	} else {
+		send_wr(&wr, &sge, IBV_WR_RDMA_READ, 1, p->buf_a, 2, p->mr_a->lkey);
+		wr.wr.rdma.remote_addr = (uintptr_t)p->buf_b;
+		wr.wr.rdma.rkey = p->mr_b->rkey;
+	}
 	us = mono_us();
 	for (int i = 0; i <= n; i++) {
 		double waiting = 0;
@@ -147,12 +160,18 @@ static int reads(struct rc_pair *p, double *t, int n)
 			if (!waiting)
 				waiting = mono_us();
 			CHECK(mono_us() - waiting < DP_WAIT_MS * 1000.0,
-			      "read %d: no completion after %d ms", i, DP_WAIT_MS);
+			      "%s %d: no completion after %d ms", mode, i, DP_WAIT_MS);
 		}
-		CHECK(r == 1, "read %d: ibv_poll_cq returned %d", i, r);
-		CHECK(wc.status == IBV_WC_SUCCESS, "read %d: %s", i, ibv_wc_status_str(wc.status));
+		CHECK(r == 1, "%s %d: ibv_poll_cq returned %d", mode, i, r);
+		CHECK(wc.status == IBV_WC_SUCCESS, "%s %d: %s", mode, i, ibv_wc_status_str(wc.status));
 	}
-	report("read", t, n, mono_us() - us);
+	report(mode, t, n, mono_us() - us);
+	/* Each FETCH_AND_ADD returned the sum before it, and added 1. */
+	CHECK(!atomic || (*(volatile uint64_t *)p->buf_a == first + n - 1 &&
+			  *(volatile uint64_t *)p->buf_b == first + n),
+	      "atomic: after %d FETCH_AND_ADDs of 1 to %llu, fetched %llu, sum %llu", n,
+	      (unsigned long long)first, (unsigned long long)*(volatile uint64_t *)p->buf_a,
+	      (unsigned long long)*(volatile uint64_t *)p->buf_b);
 	return 0;
 }
 
@@ -177,7 +196,9 @@ static int run(const char *mode, int n)
 	if (!rc && (all || !strcmp(mode, "doorbell")))
 		rc = doorbells(e.ctx, p.a->handle, p.cq_a, 0, "doorbell", t, n);
 	if (!rc && (all || !strcmp(mode, "read")))
-		rc = reads(&p, t, n);
+		rc = one_sided(&p, 0, t, n);
+	if (!rc && (all || !strcmp(mode, "atomic")))
+		rc = one_sided(&p, 1, t, n);
 	free(t);
 	if (!rc)
 		rc = release_all(1);
@@ -200,12 +221,12 @@ int main(int argc, char **argv)
 		case 'v': g_verbose = 1; break;
 		default:
 			fprintf(stderr, "usage: rrxe_floor -d DEV [-g GID_INDEX] [-n ITERS] "
-				"[-m uverbs|doorbell|read] [-v]\n");
+				"[-m uverbs|doorbell|read|atomic] [-v]\n");
 			return 2;
 		}
 	}
 	if (!dev || n < 2 || n > 100000000 || (mode && strcmp(mode, "uverbs") && strcmp(mode, "doorbell") &&
-			      strcmp(mode, "read"))) {
+			      strcmp(mode, "read") && strcmp(mode, "atomic"))) {
 		fprintf(stderr, "rrxe_floor: need -d DEV, -n from 2 to 100000000 and a known -m\n");
 		return 2;
 	}
